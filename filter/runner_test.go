@@ -1,0 +1,87 @@
+package filter
+
+import (
+	"os"
+	"testing"
+)
+
+// This file holds the contract shared by the two runners of the case tables:
+// the native one (runner_native_test.go, the plugin compiled for the test
+// binary and driven through the SDK's proxytest emulator) and the wasm one
+// (runner_wasm_test.go, build/main.wasm driven through the wasmhost package on
+// wazero, compiled once per test binary). A case is written once and runs in
+// both, as the subtests "go" and "wasm".
+
+// exchange is one HTTP request and its upstream response, driven through the
+// plugin the way Envoy would drive it.
+type exchange struct {
+	method    string      // :method, default GET
+	path      string      // :path with query, default /
+	authority string      // :authority, default "localhost"
+	headers   [][2]string // regular request headers, in order
+	// body is the request body in the chunks it arrives in. Nil means the
+	// request headers end the stream.
+	body [][]byte
+	// reset makes the client go away after the request headers and the body
+	// chunks: the stream ends without end of stream and without a response.
+	reset bool
+
+	respStatus  int         // upstream :status, default 200
+	respHeaders [][2]string // upstream response headers
+	respBody    [][]byte    // upstream response body chunks; nil means none
+}
+
+// outcome is what the client and the upstream saw.
+type outcome struct {
+	// status is what the client sees: the local reply's status when the
+	// plugin sent one, else the upstream's; 0 when the stream was reset.
+	status int
+	// localReply is true when the plugin answered with a local reply.
+	localReply bool
+	// upstream is true when the whole request (headers and every body
+	// byte) was released to the upstream.
+	upstream bool
+	// headers and body are what the client received.
+	headers [][2]string
+	body    []byte
+}
+
+// runner loads plugin configurations.
+type runner interface {
+	// load starts a plugin with the JSON configuration. When the plugin
+	// refuses to start, load returns an error whose text holds the plugin's
+	// critical log lines.
+	load(t testing.TB, config string) (loadedPlugin, error)
+}
+
+// loadedPlugin is one started plugin on one VM.
+type loadedPlugin interface {
+	// do drives one exchange through a new stream, to its end (proxy_on_log,
+	// proxy_on_done, proxy_on_delete).
+	do(t testing.TB, ex exchange) outcome
+	// logs returns the plugin's log lines since load, in order, each
+	// prefixed by its level ("info: ", "warn: ", "error: ", "critical: ", ...).
+	logs() []string
+	// metric returns the value of the counter or gauge with that full name
+	// (as the plugin defined it), and whether it exists.
+	metric(name string) (uint64, bool)
+	close()
+}
+
+// runners returns the runners every case table runs on. The wasm runner is
+// absent when build/main.wasm is missing, unless WASM_REQUIRED is set, in which
+// case the test fails (CI sets it).
+func forEachRunner(t *testing.T, f func(t *testing.T, r runner)) {
+	t.Helper()
+	t.Run("go", func(t *testing.T) { f(t, nativeRunner{}) })
+	t.Run("wasm", func(t *testing.T) {
+		r, err := getWasmRunner()
+		if err != nil {
+			if os.Getenv("WASM_REQUIRED") != "" {
+				t.Fatalf("wasm runner: %v", err)
+			}
+			t.Skipf("wasm runner: %v (build it with: go run mage.go build)", err)
+		}
+		f(t, r)
+	})
+}
