@@ -1,0 +1,110 @@
+package filter
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+)
+
+// Metric names. Labels are encoded in the name (Envoy's stats_tags
+// extraction turns them into tags, see docs/configuration.md):
+//
+//	waf_filter.tx.total<labels>
+//	waf_filter.tx.active<labels>
+//	waf_filter.tx.interruptions<labels>_ruleid=<id>_phase=<phase>
+//
+// where <labels> is "_key=value" for each metric_labels entry in key order.
+// Keys are [a-z][a-z0-9]* and values hold no '_', so a "_key=([^_]+)" regex
+// cannot swallow the next label, and the phase (whose values contain '_')
+// always comes last.
+const (
+	metricTotal         = "waf_filter.tx.total"
+	metricActive        = "waf_filter.tx.active"
+	metricInterruptions = "waf_filter.tx.interruptions"
+)
+
+// phase is the Coraza phase in which an interruption happened.
+type phase uint8
+
+const (
+	phaseRequestHeaders phase = iota + 1
+	phaseRequestBody
+	phaseResponseHeaders
+	phaseResponseBody
+)
+
+// String returns the phase's metric label value.
+func (p phase) String() string {
+	switch p {
+	case phaseRequestHeaders:
+		return "http_request_headers"
+	case phaseRequestBody:
+		return "http_request_body"
+	case phaseResponseHeaders:
+		return "http_response_headers"
+	case phaseResponseBody:
+		return "http_response_body"
+	}
+	return "unknown"
+}
+
+type interruptionKey struct {
+	ruleID int
+	phase  phase
+}
+
+// metrics holds one plugin's metric handles.
+//
+// # Notes
+//
+// The interruption counters are defined the first time a (rule, phase) pair
+// interrupts a stream and cached, so each name is defined once per plugin.
+// Their number is bounded by the disruptive rules of the rule sets times the
+// four phases; with the CRS in anomaly-scoring mode only the blocking rules
+// (949110, 959100, 920xxx body limits and a few others) ever interrupt.
+type metrics struct {
+	total         proxywasm.MetricCounter
+	active        proxywasm.MetricGauge
+	labels        string
+	interruptions map[interruptionKey]proxywasm.MetricCounter
+}
+
+// encodeLabels returns the "_key=value" suffix for the labels, in key order.
+func encodeLabels(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range sortedKeys(labels) {
+		b.WriteByte('_')
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(labels[k])
+	}
+	return b.String()
+}
+
+// interruptionMetricName returns the counter name for a rule and phase.
+func interruptionMetricName(labels string, ruleID int, p phase) string {
+	return metricInterruptions + labels + "_ruleid=" + strconv.Itoa(ruleID) + "_phase=" + p.String()
+}
+
+// newMetrics defines the fixed metrics. It makes host calls, so it runs in
+// OnPluginStart, never in init().
+func newMetrics(labels map[string]string) *metrics {
+	l := encodeLabels(labels)
+	return &metrics{
+		total:         proxywasm.DefineCounterMetric(metricTotal + l),
+		active:        proxywasm.DefineGaugeMetric(metricActive + l),
+		labels:        l,
+		interruptions: map[interruptionKey]proxywasm.MetricCounter{},
+	}
+}
+
+func (m *metrics) countInterruption(ruleID int, p phase) {
+	key := interruptionKey{ruleID: ruleID, phase: p}
+	c, ok := m.interruptions[key]
+	if !ok {
+		c = proxywasm.DefineCounterMetric(interruptionMetricName(m.labels, ruleID, p))
+		m.interruptions[key] = c
+	}
+	c.Increment(1)
+}

@@ -1,0 +1,79 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+)
+
+// Plugin is one started plugin configuration on one VM: its compiled rule
+// sets, which authority uses which, and its metric handles. Create it with
+// NewPlugin; the zero value is unusable.
+type Plugin struct {
+	defaultWAF coraza.WAF
+	// byHost maps a lower-case host without port to its WAF.
+	byHost  map[string]coraza.WAF
+	metrics *metrics
+}
+
+// NewPlugin compiles the configuration's rule sets (reusing the WAFs this VM
+// compiled before for the same directives) and defines the metrics. It makes
+// host calls, so call it from OnPluginStart, never from init(). The error
+// names the rule set and carries Coraza's message.
+func NewPlugin(cfg *Config) (*Plugin, error) {
+	if cfg == nil {
+		return nil, errors.New("filter: nil configuration; call ParseConfig first")
+	}
+	sets, err := buildRuleSets(cfg)
+	if err != nil {
+		return nil, err
+	}
+	def, ok := sets[cfg.DefaultDirectives]
+	if !ok {
+		return nil, fmt.Errorf("default_directives: %q names no entry in directives_map; want one of %s", cfg.DefaultDirectives, cfg.ruleSetNames())
+	}
+	p := &Plugin{
+		defaultWAF: def.waf,
+		byHost:     make(map[string]coraza.WAF, len(cfg.PerAuthorityDirectives)),
+	}
+	for authority, name := range cfg.PerAuthorityDirectives {
+		set, ok := sets[name]
+		if !ok {
+			return nil, fmt.Errorf("per_authority_directives[%q]: %q names no entry in directives_map; want one of %s", authority, name, cfg.ruleSetNames())
+		}
+		p.byHost[authorityHost(authority)] = set.waf
+	}
+	p.metrics = newMetrics(cfg.MetricLabels)
+	return p, nil
+}
+
+// Check parses the configuration and compiles every rule set, without a VM
+// and without host calls: it is what a --check-config mode runs. It returns
+// the error the plugin would refuse to start with.
+func Check(data []byte) error {
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return err
+	}
+	_, err = buildRuleSets(cfg)
+	return err
+}
+
+// wafFor returns the WAF for a request's :authority.
+func (p *Plugin) wafFor(authority string) coraza.WAF {
+	if len(p.byHost) != 0 {
+		if waf, ok := p.byHost[authorityHost(authority)]; ok {
+			return waf
+		}
+	}
+	return p.defaultWAF
+}
+
+// NewHttpContext returns the context of one HTTP stream; it implements the
+// factory of types.PluginContext.NewHttpContext. The Coraza transaction is
+// created when the request headers arrive.
+func (p *Plugin) NewHttpContext(contextID uint32) types.HttpContext {
+	return &stream{plugin: p}
+}

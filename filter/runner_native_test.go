@@ -1,0 +1,251 @@
+package filter
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+)
+
+// nativeRunner drives the plugin compiled into the test binary through the
+// SDK's proxytest emulator, adding what the emulator leaves out of Envoy's
+// behaviour (notes: docs/proxy-wasm-host-notes.md, sections 2 and 3):
+//
+//   - a local reply sent from the request path ends the request and is then
+//     run through the plugin's own response callbacks, which must continue;
+//   - a local reply sent from the response headers replaces the response
+//     without running the plugin again;
+//   - a local reply sent from the response body, after the headers went
+//     downstream, resets the stream (outcome status 0);
+//   - the response phase only runs when the request was released upstream.
+//
+// Body accumulation while a body callback pauses is the emulator's own. The
+// emulator keeps request headers readable in every phase, unlike Envoy; the
+// filter never reads them after OnHttpRequestHeaders.
+//
+// proxytest keeps its state in package globals, so only one plugin may be
+// loaded at a time and native subtests cannot run in parallel. Compiled WAFs
+// are cached by the filter package itself (wafCache), so loading the same
+// rules again is cheap.
+type nativeRunner struct{}
+
+// nativeProperties are the stream properties the emulator answers with.
+var nativeProperties = [][2]string{
+	{"source\x00address", "10.1.2.3:43210"},
+	{"destination\x00address", "10.0.0.1:8080"},
+	{"request\x00protocol", "HTTP/1.1"},
+}
+
+func (nativeRunner) load(t testing.TB, config string) (loadedPlugin, error) {
+	t.Helper()
+	opt := proxytest.NewEmulatorOption().
+		WithVMContext(&testVM{}).
+		WithPluginConfiguration([]byte(config))
+	for _, p := range nativeProperties {
+		opt = opt.WithProperty(strings.Split(p[0], "\x00"), []byte(p[1]))
+	}
+	host, reset := proxytest.NewHostEmulator(opt)
+	if status := host.StartPlugin(); status != types.OnPluginStartStatusOK {
+		lines := host.GetCriticalLogs()
+		reset()
+		return nil, errors.New(strings.Join(lines, "\n"))
+	}
+	return &nativePlugin{host: host, reset: reset}, nil
+}
+
+type nativePlugin struct {
+	host  proxytest.HostEmulator
+	reset func()
+}
+
+func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
+	t.Helper()
+	h := p.host
+	id := h.InitializeHttpContext()
+	var out outcome
+
+	method, path, authority := ex.method, ex.path, ex.authority
+	if method == "" {
+		method = "GET"
+	}
+	if path == "" {
+		path = "/"
+	}
+	if authority == "" {
+		authority = "localhost"
+	}
+	reqHeaders := append([][2]string{
+		{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"},
+	}, ex.headers...)
+
+	// Request path.
+	endOfStream := ex.body == nil && !ex.reset
+	action := h.CallOnRequestHeaders(id, reqHeaders, endOfStream)
+	released := false
+	if lr := h.GetSentLocalResponse(id); lr != nil {
+		return p.finish(t, id, p.localReplyFromRequest(t, id, lr))
+	}
+	if action != types.ActionContinue {
+		t.Errorf("request headers: got action %v, want Continue (the filter never holds headers)", action)
+	}
+	// released: every byte the client sent so far went upstream (the last
+	// callback continued; a paused body is held in full).
+	released = action == types.ActionContinue
+	for i, chunk := range ex.body {
+		last := i == len(ex.body)-1 && !ex.reset
+		action = h.CallOnRequestBody(id, chunk, last)
+		if lr := h.GetSentLocalResponse(id); lr != nil {
+			return p.finish(t, id, p.localReplyFromRequest(t, id, lr))
+		}
+		released = action == types.ActionContinue
+	}
+	if ex.reset {
+		// The client went away before the end of its request: the
+		// upstream never got a whole request, and nobody a response.
+		return p.finish(t, id, outcome{})
+	}
+	if !released {
+		t.Errorf("request: the filter still holds the request at its end (last action %v)", action)
+		return p.finish(t, id, outcome{})
+	}
+	out.upstream = true
+
+	// Response path.
+	status := ex.respStatus
+	if status == 0 {
+		status = 200
+	}
+	respHeaders := append([][2]string{{":status", strconv.Itoa(status)}}, ex.respHeaders...)
+	action = h.CallOnResponseHeaders(id, respHeaders, ex.respBody == nil)
+	if lr := h.GetSentLocalResponse(id); lr != nil {
+		// Direct local reply: the upstream response is dropped.
+		out.status, out.localReply = int(lr.StatusCode), true
+		out.headers = append([][2]string{{":status", strconv.Itoa(int(lr.StatusCode))}}, lr.Headers...)
+		out.body = append([]byte(nil), lr.Data...)
+		return p.finish(t, id, out)
+	}
+	if action != types.ActionContinue {
+		t.Errorf("response headers: got action %v, want Continue", action)
+	}
+	out.status = status
+	out.headers = h.GetCurrentResponseHeaders(id)
+	for i, chunk := range ex.respBody {
+		last := i == len(ex.respBody)-1
+		action = h.CallOnResponseBody(id, chunk, last)
+		if lr := h.GetSentLocalResponse(id); lr != nil {
+			// The headers are gone: Envoy resets the stream.
+			return p.finish(t, id, outcome{upstream: true})
+		}
+		if action == types.ActionContinue {
+			out.body = append(out.body, h.GetCurrentResponseBody(id)...)
+		} else if last {
+			t.Errorf("response: the filter still holds the response at its end (action %v)", action)
+		}
+	}
+	return p.finish(t, id, out)
+}
+
+// localReplyFromRequest runs a local reply sent from the request path
+// through the plugin's response callbacks, as Envoy's encoder chain does.
+func (p *nativePlugin) localReplyFromRequest(t testing.TB, id uint32, lr *proxytest.LocalHttpResponse) outcome {
+	t.Helper()
+	h := p.host
+	out := outcome{status: int(lr.StatusCode), localReply: true}
+	body := append([]byte(nil), lr.Data...)
+	headers := append([][2]string{{":status", strconv.Itoa(out.status)}}, lr.Headers...)
+	headers = append(headers, [2]string{"content-length", strconv.Itoa(len(body))})
+	if len(body) != 0 {
+		headers = append(headers, [2]string{"content-type", "text/plain"})
+	}
+	if a := h.CallOnResponseHeaders(id, headers, len(body) == 0); a != types.ActionContinue {
+		t.Errorf("local reply: response headers action %v, want Continue (the filter would stall its own reply)", a)
+	}
+	if len(body) != 0 {
+		if a := h.CallOnResponseBody(id, body, true); a != types.ActionContinue {
+			t.Errorf("local reply: response body action %v, want Continue", a)
+		}
+	}
+	if again := h.GetSentLocalResponse(id); again != lr {
+		t.Errorf("local reply: the filter sent a second local reply (%d) for its own reply", again.StatusCode)
+	}
+	out.headers = headers
+	out.body = body
+	return out
+}
+
+// finish ends the stream as Envoy does: proxy_on_log, proxy_on_done,
+// proxy_on_delete (the emulator has no separate on_done for streams).
+func (p *nativePlugin) finish(t testing.TB, id uint32, out outcome) outcome {
+	p.host.CompleteHttpContext(id)
+	return out
+}
+
+func (p *nativePlugin) logs() []string {
+	// The emulator keeps one list per level, so lines are in order within
+	// a level only.
+	var out []string
+	for _, l := range []struct {
+		prefix string
+		lines  []string
+	}{
+		{"trace: ", p.host.GetTraceLogs()},
+		{"debug: ", p.host.GetDebugLogs()},
+		{"info: ", p.host.GetInfoLogs()},
+		{"warn: ", p.host.GetWarnLogs()},
+		{"error: ", p.host.GetErrorLogs()},
+		{"critical: ", p.host.GetCriticalLogs()},
+	} {
+		for _, line := range l.lines {
+			out = append(out, l.prefix+line)
+		}
+	}
+	return out
+}
+
+func (p *nativePlugin) metric(name string) (uint64, bool) {
+	if v, err := p.host.GetCounterMetric(name); err == nil {
+		return v, true
+	}
+	if v, err := p.host.GetGaugeMetric(name); err == nil {
+		return v, true
+	}
+	return 0, false
+}
+
+func (p *nativePlugin) close() { p.reset() }
+
+// testVM mirrors main.go without the admission guard.
+type testVM struct{ types.DefaultVMContext }
+
+func (*testVM) NewPluginContext(uint32) types.PluginContext { return &testPluginContext{} }
+
+type testPluginContext struct {
+	types.DefaultPluginContext
+	waf *Plugin
+}
+
+func (p *testPluginContext) OnPluginStart(int) types.OnPluginStartStatus {
+	data, err := proxywasm.GetPluginConfiguration()
+	if err != nil && err != types.ErrorStatusNotFound {
+		proxywasm.LogCriticalf("reading plugin configuration: %v", err)
+		return types.OnPluginStartStatusFailed
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		proxywasm.LogCritical(err.Error())
+		return types.OnPluginStartStatusFailed
+	}
+	if p.waf, err = NewPlugin(cfg); err != nil {
+		proxywasm.LogCritical(err.Error())
+		return types.OnPluginStartStatusFailed
+	}
+	return types.OnPluginStartStatusOK
+}
+
+func (p *testPluginContext) NewHttpContext(contextID uint32) types.HttpContext {
+	return p.waf.NewHttpContext(contextID)
+}

@@ -1,0 +1,348 @@
+package filter
+
+import (
+	"strconv"
+
+	ctypes "github.com/corazawaf/coraza/v3/types"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+)
+
+// Property paths, allocated once.
+var (
+	propRequestProtocol    = []string{"request", "protocol"}
+	propSourceAddress      = []string{"source", "address"}
+	propDestinationAddress = []string{"destination", "address"}
+)
+
+// defaultProtocol is used when the request.protocol property is missing.
+const defaultProtocol = "HTTP/1.1"
+
+// statusFailClosed answers streams the filter could not inspect (a host call
+// or Coraza failed), so that nothing passes uninspected.
+const statusFailClosed = 500
+
+// stream is the context of one HTTP stream: one Coraza transaction from the
+// request headers to OnHttpStreamDone.
+//
+// # Notes
+//
+// Envoy drops the request header map once the request headers continue, and
+// only lets a body be read in full while the previous body callback paused,
+// so everything later phases need is copied into the transaction (Coraza keeps
+// its own copies of headers) or into fields here while the maps exist.
+//
+// The transaction is closed and the active gauge decremented in
+// OnHttpStreamDone, which the SDK runs from proxy_on_log: Envoy calls it for
+// every stream that got a context, whether it completed, was answered locally
+// or was reset.
+type stream struct {
+	types.DefaultHttpContext
+	plugin *Plugin
+	tx     ctypes.Transaction
+
+	protocol string
+	// reqBodySeen and respBodySeen count the body bytes already given to
+	// Coraza; while the filter pauses, Envoy reports the whole buffered
+	// body each time, so only bytes past these offsets are new.
+	reqBodySeen, respBodySeen int
+	// reqDone and respDone are set once phase 2 (request body) and
+	// phase 4 (response body) have been evaluated, or skipped.
+	reqDone, respDone bool
+	// replied is set once the filter sent a local reply: the response
+	// callbacks that follow then see that reply, which is not inspected.
+	replied bool
+}
+
+// OnHttpRequestHeaders implements types.HttpContext. It evaluates phase 1,
+// and phase 2 too when no body follows or the rules do not read the body.
+func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
+	headers, err := proxywasm.GetHttpRequestHeaders()
+	if err != nil {
+		proxywasm.LogError("waf: reading the request headers: " + err.Error())
+		return s.failClosed()
+	}
+	var method, path, authority, requestID string
+	for _, h := range headers {
+		switch h[0] {
+		case ":method":
+			method = h[1]
+		case ":path":
+			path = h[1]
+		case ":authority":
+			authority = h[1]
+		case "x-request-id":
+			requestID = h[1]
+		}
+	}
+	waf := s.plugin.wafFor(authority)
+	if requestID != "" {
+		s.tx = waf.NewTransactionWithID(requestID)
+	} else {
+		s.tx = waf.NewTransaction()
+	}
+	s.plugin.metrics.total.Increment(1)
+	s.plugin.metrics.active.Add(1)
+	tx := s.tx
+	if tx.IsRuleEngineOff() {
+		s.reqDone, s.respDone = true, true
+		return types.ActionContinue
+	}
+
+	srcIP, srcPort := splitAddress(getStringProperty(propSourceAddress))
+	dstIP, dstPort := splitAddress(getStringProperty(propDestinationAddress))
+	tx.ProcessConnection(srcIP, srcPort, dstIP, dstPort)
+
+	s.protocol = getStringProperty(propRequestProtocol)
+	if s.protocol == "" {
+		s.protocol = defaultProtocol
+	}
+	if path == "" && method == "CONNECT" {
+		// CONNECT has no :path; its target is the authority.
+		path = authority
+	}
+	tx.ProcessURI(path, method, s.protocol)
+	for _, h := range headers {
+		if len(h[0]) != 0 && h[0][0] != ':' {
+			tx.AddRequestHeader(h[0], h[1])
+		}
+	}
+	if authority != "" {
+		// HTTP/1 Host arrives as :authority; rules read REQUEST_HEADERS:Host.
+		tx.AddRequestHeader("Host", authority)
+		tx.SetServerName(authorityHost(authority))
+	}
+	if it := tx.ProcessRequestHeaders(); it != nil {
+		return s.interrupt(it, phaseRequestHeaders)
+	}
+	if endOfStream || !tx.IsRequestBodyAccessible() {
+		// Nothing to buffer: run phase 2 now, so that blocking needs no
+		// body callback and the upstream gets nothing on a block.
+		return s.finishRequestBody()
+	}
+	return types.ActionContinue
+}
+
+// OnHttpRequestBody implements types.HttpContext. It buffers the body (Pause)
+// while feeding Coraza, and evaluates phase 2 at the end of the stream or
+// when SecRequestBodyLimit is reached.
+func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action {
+	if s.tx == nil || s.reqDone || s.replied {
+		return types.ActionContinue
+	}
+	if bodySize > s.reqBodySeen {
+		chunk, err := proxywasm.GetHttpRequestBody(s.reqBodySeen, bodySize-s.reqBodySeen)
+		if err != nil {
+			proxywasm.LogError("waf: reading the request body: " + err.Error())
+			return s.failClosed()
+		}
+		s.reqBodySeen = bodySize
+		it, n, err := s.tx.WriteRequestBody(chunk)
+		if err != nil {
+			proxywasm.LogError("waf: buffering the request body: " + err.Error())
+			return s.failClosed()
+		}
+		if it != nil {
+			// SecRequestBodyLimitAction Reject (413), or a phase 2
+			// interruption run by Coraza at the limit.
+			return s.interrupt(it, phaseRequestBody)
+		}
+		if n < len(chunk) {
+			// SecRequestBodyLimitAction ProcessPartial: Coraza
+			// evaluated phase 2 on the first part; the rest passes.
+			return s.finishRequestBody()
+		}
+	}
+	if endOfStream {
+		return s.finishRequestBody()
+	}
+	return types.ActionPause
+}
+
+// OnHttpRequestTrailers implements types.HttpContext. Trailers end a body
+// whose last chunk had no end of stream.
+func (s *stream) OnHttpRequestTrailers(int) types.Action {
+	if s.tx == nil || s.reqDone || s.replied {
+		return types.ActionContinue
+	}
+	return s.finishRequestBody()
+}
+
+// finishRequestBody evaluates phase 2.
+func (s *stream) finishRequestBody() types.Action {
+	s.reqDone = true
+	it, err := s.tx.ProcessRequestBody()
+	if err != nil {
+		proxywasm.LogError("waf: processing the request body: " + err.Error())
+		return s.failClosed()
+	}
+	if it != nil {
+		return s.interrupt(it, phaseRequestBody)
+	}
+	return types.ActionContinue
+}
+
+// OnHttpResponseHeaders implements types.HttpContext. It evaluates phase 3,
+// and phase 4 too when no body follows or the rules do not read it.
+func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
+	if s.tx == nil || s.replied || s.respDone {
+		// Our own local reply, or a stream without a transaction.
+		return types.ActionContinue
+	}
+	if !s.reqDone {
+		// The upstream answered before the request ended.
+		if a := s.finishRequestBody(); s.replied {
+			return a
+		}
+	}
+	headers, err := proxywasm.GetHttpResponseHeaders()
+	if err != nil {
+		proxywasm.LogError("waf: reading the response headers: " + err.Error())
+		return s.failClosed()
+	}
+	tx := s.tx
+	code := 0
+	for _, h := range headers {
+		if len(h[0]) == 0 {
+			continue
+		}
+		if h[0][0] == ':' {
+			if h[0] == ":status" {
+				code, _ = strconv.Atoi(h[1])
+			}
+			continue
+		}
+		tx.AddResponseHeader(h[0], h[1])
+	}
+	if it := tx.ProcessResponseHeaders(code, s.protocol); it != nil {
+		// The headers are still held here: Envoy answers with a local
+		// reply and drops the upstream response.
+		return s.interrupt(it, phaseResponseHeaders)
+	}
+	if endOfStream || !tx.IsResponseBodyAccessible() || !tx.IsResponseBodyProcessable() {
+		return s.finishResponseBody()
+	}
+	return types.ActionContinue
+}
+
+// OnHttpResponseBody implements types.HttpContext, like OnHttpRequestBody
+// for phase 4. The response headers are already on their way to the client,
+// so an interruption here can only end the stream: see interrupt.
+func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action {
+	if s.tx == nil || s.respDone || s.replied {
+		return types.ActionContinue
+	}
+	if bodySize > s.respBodySeen {
+		chunk, err := proxywasm.GetHttpResponseBody(s.respBodySeen, bodySize-s.respBodySeen)
+		if err != nil {
+			proxywasm.LogError("waf: reading the response body: " + err.Error())
+			return s.failClosed()
+		}
+		s.respBodySeen = bodySize
+		it, n, err := s.tx.WriteResponseBody(chunk)
+		if err != nil {
+			proxywasm.LogError("waf: buffering the response body: " + err.Error())
+			return s.failClosed()
+		}
+		if it != nil {
+			return s.interrupt(it, phaseResponseBody)
+		}
+		if n < len(chunk) {
+			return s.finishResponseBody()
+		}
+	}
+	if endOfStream {
+		return s.finishResponseBody()
+	}
+	return types.ActionPause
+}
+
+// OnHttpResponseTrailers implements types.HttpContext.
+func (s *stream) OnHttpResponseTrailers(int) types.Action {
+	if s.tx == nil || s.respDone || s.replied {
+		return types.ActionContinue
+	}
+	return s.finishResponseBody()
+}
+
+// finishResponseBody evaluates phase 4.
+func (s *stream) finishResponseBody() types.Action {
+	s.respDone = true
+	it, err := s.tx.ProcessResponseBody()
+	if err != nil {
+		proxywasm.LogError("waf: processing the response body: " + err.Error())
+		return s.failClosed()
+	}
+	if it != nil {
+		return s.interrupt(it, phaseResponseBody)
+	}
+	return types.ActionContinue
+}
+
+// OnHttpStreamDone implements types.HttpContext. It runs the logging phase
+// and closes the transaction, however the stream ended.
+func (s *stream) OnHttpStreamDone() {
+	tx := s.tx
+	if tx == nil {
+		return
+	}
+	s.tx = nil
+	tx.ProcessLogging()
+	if err := tx.Close(); err != nil {
+		proxywasm.LogError("waf: closing the transaction: " + err.Error())
+	}
+	s.plugin.metrics.active.Add(-1)
+}
+
+// interrupt answers an interruption with a local reply carrying the rule's
+// status (403 when the rule sets none), counts it and stops the stream.
+//
+// Where the reply can go depends on the phase (Envoy's sendLocalReply):
+// from the request path and from the response headers it replaces the
+// response; from the response body the headers already went downstream, so
+// Envoy resets the stream instead (the client sees a truncated response), or
+// answers with the reply if a later filter still holds the headers.
+func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
+	s.replied = true
+	s.reqDone, s.respDone = true, true
+	s.plugin.metrics.countInterruption(it.RuleID, p)
+
+	status := it.Status
+	var headers [][2]string
+	switch {
+	case it.Action == "redirect":
+		if status < 300 || status > 399 {
+			status = 302
+		}
+		if it.Data != "" {
+			headers = [][2]string{{"location", it.Data}}
+		}
+	case status < 200 || status > 599:
+		status = 403
+	}
+	proxywasm.LogInfo("waf: interrupted by rule " + strconv.Itoa(it.RuleID) + " in " + p.String() +
+		", action " + it.Action + ", status " + strconv.Itoa(status) + ", unique_id " + s.tx.ID())
+	if err := proxywasm.SendHttpResponse(uint32(status), headers, nil, -1); err != nil {
+		proxywasm.LogError("waf: sending the local reply for rule " + strconv.Itoa(it.RuleID) + ": " + err.Error())
+	}
+	return types.ActionPause
+}
+
+// failClosed answers a stream the filter could not inspect with a 500.
+func (s *stream) failClosed() types.Action {
+	s.replied = true
+	s.reqDone, s.respDone = true, true
+	if err := proxywasm.SendHttpResponse(statusFailClosed, nil, nil, -1); err != nil {
+		proxywasm.LogError("waf: sending the fail-closed reply: " + err.Error())
+	}
+	return types.ActionPause
+}
+
+// getStringProperty reads a string property, or "" when the host has none.
+func getStringProperty(path []string) string {
+	b, err := proxywasm.GetProperty(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

@@ -1,0 +1,111 @@
+package filter
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental/plugins"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+)
+
+// wafCache holds the WAFs compiled on this VM, keyed by their directives
+// joined with newlines. A configuration update on the same VM (Envoy keeps
+// Go globals across plugin-configuration updates) reuses the WAFs whose
+// directives did not change, and two plugins with the same rules on one VM
+// share one WAF. Entries are never evicted: each distinct rule set costs its
+// compiled size (about 40 MiB for the full CRS) until the VM goes away.
+var wafCache = map[string]coraza.WAF{}
+
+// ruleSet is one compiled directives_map entry.
+type ruleSet struct {
+	name string
+	waf  coraza.WAF
+}
+
+// buildRuleSets compiles every directives_map entry, in name order, reusing
+// cached WAFs. It makes no host calls, so it also runs outside a VM (Check).
+func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
+	sets := make(map[string]ruleSet, len(cfg.DirectivesMap))
+	for _, name := range sortedKeys(cfg.DirectivesMap) {
+		waf, err := compileWAF(cfg.DirectivesMap[name])
+		if err != nil {
+			return nil, fmt.Errorf("directives_map[%q]: invalid SecLang, fix or remove the directive: %w", name, err)
+		}
+		sets[name] = ruleSet{name: name, waf: waf}
+	}
+	return sets, nil
+}
+
+// compileWAF returns the WAF for these directives, from the cache when it
+// was compiled before on this VM.
+func compileWAF(lines []string) (coraza.WAF, error) {
+	directives := strings.Join(lines, "\n")
+	if waf, ok := wafCache[directives]; ok {
+		return waf, nil
+	}
+	waf, err := coraza.NewWAF(coraza.NewWAFConfig().
+		WithRootFS(rulesFS{}).
+		WithErrorCallback(logMatchedRule).
+		WithDirectives(directives))
+	if err != nil {
+		return nil, err
+	}
+	wafCache[directives] = waf
+	return waf, nil
+}
+
+// logMatchedRule writes every rule match that asks to be logged to the proxy
+// log, in ModSecurity's error-log shape: [client ...] Coraza: ... [file ...]
+// [line ...] [id "N"] [rev ...] [msg ...] [data ...] [severity ...] ...
+// [uri ...] [unique_id ...]. Every match goes out at warn level, whatever
+// the rule's severity, so that one log level shows all of them (go-ftw greps
+// the proxy log for [id "N"]).
+func logMatchedRule(rule types.MatchedRule) {
+	proxywasm.LogWarn(rule.ErrorLog())
+}
+
+// auditWriterName is the SecAuditLogType value that sends audit log entries
+// to the proxy log.
+const auditWriterName = "proxywasm"
+
+func init() {
+	// Registration only fills a map in Coraza; it makes no host call, so it
+	// is allowed while the VM initialises.
+	plugins.RegisterAuditLogWriter(auditWriterName, func() plugintypes.AuditLogWriter {
+		return &proxyLogAuditWriter{}
+	})
+}
+
+// proxyLogAuditWriter writes each audit log entry, formatted by
+// SecAuditLogFormat (Native, the ModSecurity serial format, by default), as
+// one info-level proxy log message. SecAuditLog (the file path) is ignored.
+type proxyLogAuditWriter struct {
+	formatter plugintypes.AuditLogFormatter
+}
+
+// Init implements plugintypes.AuditLogWriter.
+func (w *proxyLogAuditWriter) Init(c plugintypes.AuditLogConfig) error {
+	w.formatter = c.Formatter
+	return nil
+}
+
+// Write implements plugintypes.AuditLogWriter.
+func (w *proxyLogAuditWriter) Write(al plugintypes.AuditLog) error {
+	if w.formatter == nil {
+		return nil
+	}
+	b, err := w.formatter.Format(al)
+	if err != nil {
+		return fmt.Errorf("formatting the audit log entry: %w", err)
+	}
+	if len(b) != 0 {
+		proxywasm.LogInfo(string(b))
+	}
+	return nil
+}
+
+// Close implements plugintypes.AuditLogWriter.
+func (*proxyLogAuditWriter) Close() error { return nil }
