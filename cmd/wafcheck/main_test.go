@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(good, []byte(`{"directives_map": {"a": ["SecRuleEngine On"]}, "default_directives": "a"}`), 0o644)
+	os.WriteFile(bad, []byte(`{"directives_map": {"a": ["SecNope"]}, "default_directives": "a", "admission": {"cas_retries": -1}}`), 0o644)
+	for _, tc := range []struct {
+		args       []string
+		stdin      string
+		wantCode   int
+		wantStdout string
+		wantStderr []string
+	}{
+		{args: []string{"--config", good}, wantCode: 0, wantStdout: good + ": ok\n"},
+		{args: []string{"-"}, stdin: `{}`, wantCode: 0, wantStdout: "-: ok\n"},
+		{args: []string{"--config", bad}, wantCode: 1, wantStderr: []string{
+			bad + `: directives_map["a"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: unknown directive "secnope"`,
+			bad + `: admission.cas_retries: got -1, want an integer from 0 to 1000`,
+			bad + `: 2 problem(s); the plugin would refuse this configuration`,
+		}},
+		{args: nil, wantCode: 2},
+		{args: []string{"--config", filepath.Join(dir, "missing.json")}, wantCode: 2},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+		if code != tc.wantCode || (tc.wantStdout != "" && stdout.String() != tc.wantStdout) {
+			t.Errorf("run(%q): code %d, stdout %q, stderr %q; want code %d, stdout %q", tc.args, code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout)
+		}
+		if tc.wantStderr != nil {
+			if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(tc.wantStderr, "\n") {
+				t.Errorf("run(%q) stderr:\ngot  %q\nwant %q", tc.args, got, tc.wantStderr)
+			}
+		}
+	}
+}

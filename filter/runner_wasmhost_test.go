@@ -1,0 +1,188 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wafguard/wafguard/wasmhost"
+)
+
+// This file is not named runner_wasm_test.go: the _wasm suffix is a GOARCH
+// build constraint, so Go would compile it only for GOARCH=wasm.
+//
+// The wasm runner drives build/main.wasm (the whole plugin: admission guard
+// and filter) through the wasmhost package, which applies Envoy's stream
+// semantics (docs: proxy-wasm-host-notes.md). The module is compiled once
+// per test binary, using wazero's on-disk compilation cache, so only the
+// first run after a rebuild of main.wasm pays the full compile.
+//
+// Starting a VM compiles the rules inside the plugin, which takes seconds
+// with the CRS, so a started VM is kept per configuration string and reused
+// by later loads of the same configuration: logs() then returns only the
+// lines written since that load, and metric() the change since that load
+// (gauges that go up and down return to their value at load). A VM that
+// traps is dropped from the cache.
+
+// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set.
+func wasmPath() string {
+	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
+		return p
+	}
+	return filepath.Join("..", "build", "main.wasm")
+}
+
+var wasmOnce struct {
+	sync.Once
+	r   *wasmRunner
+	err error
+}
+
+func getWasmRunner() (runner, error) {
+	wasmOnce.Do(func() {
+		b, err := os.ReadFile(wasmPath())
+		if err != nil {
+			wasmOnce.err = fmt.Errorf("reading the plugin: %w", err)
+			return
+		}
+		m, err := wasmhost.Compile(context.Background(), b, wasmhost.Options{Concurrency: 1})
+		if err != nil {
+			wasmOnce.err = fmt.Errorf("compiling %s: %w", wasmPath(), err)
+			return
+		}
+		wasmOnce.r = &wasmRunner{m: m, vms: map[string]*wasmVM{}}
+	})
+	if wasmOnce.err != nil {
+		return nil, wasmOnce.err
+	}
+	return wasmOnce.r, nil
+}
+
+type wasmRunner struct {
+	m   *wasmhost.Module
+	mu  sync.Mutex
+	vms map[string]*wasmVM
+}
+
+// wasmVM is one started plugin with its own Host (metrics, shared data).
+type wasmVM struct {
+	vm   *wasmhost.VM
+	host *wasmhost.Host
+	mu   sync.Mutex
+	log  []string
+}
+
+func (v *wasmVM) sink(e wasmhost.LogEntry) {
+	v.mu.Lock()
+	v.log = append(v.log, e.Level.String()+": "+e.Message)
+	v.mu.Unlock()
+}
+
+func (r *wasmRunner) load(t testing.TB, config string) (loadedPlugin, error) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.vms[config]
+	if ok && v.vm.Failed() {
+		v.vm.Close()
+		delete(r.vms, config)
+		ok = false
+	}
+	if !ok {
+		v = &wasmVM{host: wasmhost.NewHost(wasmhost.HostOptions{})}
+		vm, err := r.m.NewVM(context.Background(), wasmhost.PluginConfig{
+			Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config),
+			Host: v.host, LogSink: v.sink,
+		})
+		if err != nil {
+			// Like the native runner, the error is the plugin's critical
+			// lines; the host's own error when the plugin wrote none.
+			var crit []string
+			for _, l := range v.log {
+				if strings.HasPrefix(l, "critical: ") {
+					crit = append(crit, strings.TrimPrefix(l, "critical: "))
+				}
+			}
+			if len(crit) == 0 {
+				return nil, err
+			}
+			return nil, errors.New(strings.Join(crit, "\n"))
+		}
+		v.vm = vm
+		r.vms[config] = v
+	}
+	p := &wasmPlugin{v: v, base: map[string]uint64{}}
+	v.mu.Lock()
+	p.logStart = len(v.log)
+	v.mu.Unlock()
+	for _, n := range v.host.MetricNames() {
+		p.base[n], _ = v.host.Metric(n)
+	}
+	return p, nil
+}
+
+type wasmPlugin struct {
+	v        *wasmVM
+	logStart int
+	base     map[string]uint64
+}
+
+// wasmProperties match the native runner's stream properties.
+var wasmInfo = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationAddress: "10.0.0.1:8080", Protocol: "HTTP/1.1"}
+
+func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
+	t.Helper()
+	method, path, authority := ex.method, ex.path, ex.authority
+	if method == "" {
+		method = "GET"
+	}
+	if path == "" {
+		path = "/"
+	}
+	if authority == "" {
+		authority = "localhost"
+	}
+	req := &wasmhost.Request{
+		Headers: append([][2]string{{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"}}, ex.headers...),
+		Body:    ex.body,
+		Reset:   ex.reset,
+		Info:    wasmInfo,
+	}
+	status := ex.respStatus
+	if status == 0 {
+		status = 200
+	}
+	up := wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamRequest) (*wasmhost.Response, error) {
+		return &wasmhost.Response{Status: status, Headers: ex.respHeaders, Body: ex.respBody}, nil
+	})
+	res := p.v.vm.Exchange(context.Background(), req, up)
+	out := outcome{upstream: res.Upstream}
+	if res.Reset || res.Status == 0 {
+		return out
+	}
+	out.status, out.localReply, out.body = res.Status, res.LocalReply, res.Body
+	out.headers = append([][2]string{{":status", strconv.Itoa(res.Status)}}, res.Headers...)
+	return out
+}
+
+func (p *wasmPlugin) logs() []string {
+	p.v.mu.Lock()
+	defer p.v.mu.Unlock()
+	return append([]string(nil), p.v.log[p.logStart:]...)
+}
+
+func (p *wasmPlugin) metric(name string) (uint64, bool) {
+	v, ok := p.v.host.Metric(name)
+	if !ok {
+		return 0, false
+	}
+	return v - p.base[name], true
+}
+
+func (p *wasmPlugin) close() {}
