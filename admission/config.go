@@ -61,7 +61,20 @@ type Config struct {
 	FailOpen bool
 	// SharedDataKey is the shared-data key holding the counts.
 	SharedDataKey string
+	// RejectBody is the body of a 429; nil gives the default text.
+	RejectBody []byte
+	// RejectContentType is the content-type of a 429; "" gives
+	// DefaultRejectContentType.
+	RejectContentType string
+	// RejectHeaders are extra 429 headers, with lower-case names, sorted.
+	RejectHeaders [][2]string
 }
+
+// DefaultRejectContentType is the content-type of the default 429 body.
+const DefaultRejectContentType = "text/plain; charset=utf-8"
+
+// maxRejectBody bounds reject_body, which every VM keeps in memory.
+const maxRejectBody = 64 << 10
 
 // AuthorityConfig is one entry of per_authority.
 type AuthorityConfig struct {
@@ -84,9 +97,12 @@ type rawConfig struct {
 	CASRetries           json.RawMessage `json:"cas_retries"`
 	OnCASExhausted       json.RawMessage `json:"on_cas_exhausted"`
 	SharedDataKey        json.RawMessage `json:"shared_data_key"`
+	RejectBody           json.RawMessage `json:"reject_body"`
+	RejectContentType    json.RawMessage `json:"reject_content_type"`
+	RejectHeaders        json.RawMessage `json:"reject_headers"`
 }
 
-const rawConfigKeys = "max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key"
+const rawConfigKeys = "max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers"
 
 type rawAuthority struct {
 	MaxInflight json.RawMessage `json:"max_inflight"`
@@ -166,7 +182,88 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if c.PerAuthority, err = parsePerAuthority(r.PerAuthority); err != nil {
 		return Config{}, err
 	}
+	if err := parseReject(&c, &r); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// parseReject reads the keys that shape the 429.
+func parseReject(c *Config, r *rawConfig) error {
+	if r.RejectBody != nil {
+		body, err := stringField("admission.reject_body", r.RejectBody, "")
+		if err != nil {
+			return err
+		}
+		if len(body) > maxRejectBody {
+			return fmt.Errorf("admission.reject_body: got %d bytes, want at most %d", len(body), maxRejectBody)
+		}
+		c.RejectBody = []byte(body)
+	}
+	ct, err := stringField("admission.reject_content_type", r.RejectContentType, "")
+	if err != nil {
+		return err
+	}
+	if r.RejectContentType != nil && (ct == "" || !printable(ct)) {
+		return fmt.Errorf("admission.reject_content_type: got %q, want a media type such as \"application/json\"", ct)
+	}
+	c.RejectContentType = ct
+	if r.RejectHeaders == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := decodeStrict(r.RejectHeaders, &m); err != nil || m == nil {
+		return fmt.Errorf("admission.reject_headers: got %s, want an object of header names to string values", short(r.RejectHeaders))
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		path := fmt.Sprintf("admission.reject_headers[%q]", k)
+		v, err := stringField(path, m[k], "")
+		if err != nil {
+			return err
+		}
+		lk := strings.ToLower(k)
+		switch {
+		case !token(lk):
+			return fmt.Errorf("admission.reject_headers: name %q: want a header name of letters, digits and !#$%%&'*+-.^_`|~", k)
+		case lk == "retry-after" || lk == "content-type":
+			return fmt.Errorf("%s: the guard sets this header (use reject_content_type for the type); remove it", path)
+		case lk == "content-length" || lk == "transfer-encoding" || lk == "connection":
+			return fmt.Errorf("%s: Envoy sets this header; remove it", path)
+		case !printable(v):
+			return fmt.Errorf("%s: value %q: want printable characters without CR or LF", path, v)
+		}
+		c.RejectHeaders = append(c.RejectHeaders, [2]string{lk, v})
+	}
+	return nil
+}
+
+// token accepts an RFC 9110 token.
+func token(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// printable accepts visible ASCII, spaces and tabs.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\t' && (c < 0x20 || c == 0x7f) {
+			return false
+		}
+	}
+	return true
 }
 
 func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) {

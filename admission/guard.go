@@ -74,6 +74,7 @@ type Guard struct {
 
 	retryHeaders [][][2]string // by Retry-After seconds, built on first use
 	headers413   [][2]string
+	body429      []byte // reject_body, or the default text
 	m            metrics
 }
 
@@ -152,6 +153,10 @@ func (g *Guard) Start() error {
 		inflight:          g.meter.gauge(MetricInflight),
 	}
 	g.headers413 = [][2]string{{"content-type", "text/plain; charset=utf-8"}}
+	g.body429 = body429
+	if g.cfg.RejectBody != nil {
+		g.body429 = g.cfg.RejectBody
+	}
 	maxRA := g.cfg.RetryAfterMaxSeconds + (g.cfg.RetryAfterMaxSeconds+1)/2
 	g.retryHeaders = make([][][2]string, maxRA+1)
 	for s := g.cfg.RetryAfterSeconds; s <= g.cfg.RetryAfterSeconds+(g.cfg.RetryAfterSeconds+1)/2; s++ {
@@ -494,10 +499,16 @@ func (g *Guard) retryAfter(capN uint32) int {
 func (g *Guard) replyHeaders(s int) [][2]string {
 	h := g.retryHeaders[s]
 	if h == nil {
-		h = [][2]string{
-			{"retry-after", strconv.Itoa(s)},
-			{"content-type", "text/plain; charset=utf-8"},
+		ct := g.cfg.RejectContentType
+		if ct == "" {
+			ct = DefaultRejectContentType
 		}
+		h = make([][2]string, 0, 2+len(g.cfg.RejectHeaders))
+		h = append(h, [2]string{"retry-after", strconv.Itoa(s)})
+		if len(g.body429) != 0 {
+			h = append(h, [2]string{"content-type", ct})
+		}
+		h = append(h, g.cfg.RejectHeaders...)
 		g.retryHeaders[s] = h
 	}
 	return h

@@ -161,7 +161,7 @@ func (s *stream) reply429(v verdict, ai int) types.Action {
 	}
 	g.windowRejects++
 	s.replied = true
-	_ = g.host.sendReply(429, g.replyHeaders(g.retryAfter(capN)), body429)
+	_ = g.host.sendReply(429, g.replyHeaders(g.retryAfter(capN)), g.body429)
 	return types.ActionPause
 }
 

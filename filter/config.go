@@ -27,6 +27,28 @@ type Config struct {
 	// Admission is the admission guard's configuration, left undecoded for
 	// the admission package; nil when the key is absent.
 	Admission json.RawMessage `json:"admission"`
+
+	// JSONLog adds one JSON line per transaction to the proxy log.
+	JSONLog bool `json:"json_log"`
+	// RuleMetricsTopN bounds the per-rule match counters; nil gives
+	// DefaultRuleMetricsTopN.
+	RuleMetricsTopN *int `json:"rule_metrics_top_n"`
+	// DenyResponse holds a custom deny reply per rule set, decoded by
+	// parseDenyResponses into denyResponses.
+	DenyResponse json.RawMessage `json:"deny_response"`
+	// RequestJSONMaxDepth bounds the nesting of JSON request bodies; nil
+	// gives DefaultRequestJSONMaxDepth, 0 turns the check off.
+	RequestJSONMaxDepth *int `json:"request_json_max_depth"`
+	// RequestBodyNoFilesLimit bounds request bodies that are not
+	// multipart/form-data; nil gives DefaultRequestBodyNoFilesLimit, 0
+	// turns the limit off.
+	RequestBodyNoFilesLimit *int64 `json:"request_body_no_files_limit"`
+	// RawBodyContentTypes lists media types whose request bodies Coraza
+	// keeps as raw bytes (REQUEST_BODY) instead of parsing them into ARGS.
+	RawBodyContentTypes []string `json:"raw_body_content_types"`
+
+	// ops is the validated form of the keys above, built by validate.
+	ops operability
 }
 
 // defaultRuleSetName is the name of the rule set used when the
@@ -44,7 +66,8 @@ var defaultDirectives = []string{
 }
 
 // configKeys lists the top-level keys, for error messages.
-const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission"
+const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, " +
+	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types"
 
 // ParseConfig decodes and validates the plugin configuration. Empty data (or
 // only whitespace) gives the defaults: the rule set "default" with the whole
@@ -115,6 +138,14 @@ func describeType(field string) string {
 		return "an object of authorities to directives_map names"
 	case "metric_labels":
 		return "an object of strings to strings"
+	case "json_log":
+		return "true or false"
+	case "rule_metrics_top_n", "request_json_max_depth", "request_body_no_files_limit":
+		return "a non-negative integer"
+	case "raw_body_content_types":
+		return `a list of media types, e.g. ["application/octet-stream"]`
+	case "deny_response":
+		return `an object of rule set names to {"status", "body", "content_type", "headers"}`
 	}
 	return "another type"
 }
@@ -160,7 +191,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("metric_labels[%q]: value %q: want 1 to 64 letters, digits, '.' or '-' (no '_', which separates labels)", key, value)
 		}
 	}
-	return nil
+	return c.validateOperability()
 }
 
 // sortedKeys returns the keys of m in order, so that errors and metric names

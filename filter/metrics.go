@@ -22,6 +22,15 @@ const (
 	metricTotal         = "waf_filter.tx.total"
 	metricActive        = "waf_filter.tx.active"
 	metricInterruptions = "waf_filter.tx.interruptions"
+	// metricWouldBlock counts, by rule and phase, the transactions that
+	// blocking mode would have interrupted (DetectionOnly).
+	metricWouldBlock = "waf_filter.tx.would_block"
+	// metricRuleMatches counts logged rule matches by rule id, for the
+	// first rule_metrics_top_n ids seen; the rest count as ruleid=other.
+	metricRuleMatches = "waf_filter.rule.matches"
+	// metricWAFTime is a histogram of the time spent in Coraza per
+	// transaction, in microseconds.
+	metricWAFTime = "waf_filter.tx.waf_time_us"
 )
 
 // phase is the Coraza phase in which an interruption happened.
@@ -68,6 +77,13 @@ type metrics struct {
 	active        proxywasm.MetricGauge
 	labels        string
 	interruptions map[interruptionKey]proxywasm.MetricCounter
+	wouldBlock    map[interruptionKey]proxywasm.MetricCounter
+	wafTime       proxywasm.MetricHistogram
+
+	// ruleTopN bounds ruleMatches; ruleOther takes every other rule id.
+	ruleTopN    int
+	ruleMatches map[int]proxywasm.MetricCounter
+	ruleOther   proxywasm.MetricCounter
 }
 
 // encodeLabels returns the "_key=value" suffix for the labels, in key order.
@@ -89,14 +105,48 @@ func interruptionMetricName(labels string, ruleID int, p phase) string {
 
 // newMetrics defines the fixed metrics. It makes host calls, so it runs in
 // OnPluginStart, never in init().
-func newMetrics(labels map[string]string) *metrics {
+func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 	l := encodeLabels(labels)
 	return &metrics{
 		total:         proxywasm.DefineCounterMetric(metricTotal + l),
 		active:        proxywasm.DefineGaugeMetric(metricActive + l),
 		labels:        l,
 		interruptions: map[interruptionKey]proxywasm.MetricCounter{},
+		wouldBlock:    map[interruptionKey]proxywasm.MetricCounter{},
+		wafTime:       proxywasm.DefineHistogramMetric(metricWAFTime + l),
+		ruleTopN:      ruleTopN,
+		ruleMatches:   make(map[int]proxywasm.MetricCounter, ruleTopN),
+		ruleOther:     proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),
 	}
+}
+
+// countWouldBlock counts a DetectionOnly transaction that blocking mode
+// would have interrupted; the names are bounded like the interruptions'.
+func (m *metrics) countWouldBlock(ruleID int, p phase) {
+	key := interruptionKey{ruleID: ruleID, phase: p}
+	c, ok := m.wouldBlock[key]
+	if !ok {
+		c = proxywasm.DefineCounterMetric(metricWouldBlock + m.labels + "_ruleid=" + strconv.Itoa(ruleID) + "_phase=" + p.String())
+		m.wouldBlock[key] = c
+	}
+	c.Increment(1)
+}
+
+// countRuleMatch counts one logged match of a rule. The first ruleTopN
+// distinct ids seen on this VM get their own counter, defined on first use;
+// every later id counts as ruleid=other, so a rule set cannot create more
+// than ruleTopN+1 series.
+func (m *metrics) countRuleMatch(ruleID int) {
+	c, ok := m.ruleMatches[ruleID]
+	if !ok {
+		if len(m.ruleMatches) >= m.ruleTopN {
+			m.ruleOther.Increment(1)
+			return
+		}
+		c = proxywasm.DefineCounterMetric(metricRuleMatches + m.labels + "_ruleid=" + strconv.Itoa(ruleID))
+		m.ruleMatches[ruleID] = c
+	}
+	c.Increment(1)
 }
 
 func (m *metrics) countInterruption(ruleID int, p phase) {

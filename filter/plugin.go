@@ -12,10 +12,22 @@ import (
 // sets, which authority uses which, and its metric handles. Create it with
 // NewPlugin; the zero value is unusable.
 type Plugin struct {
-	defaultWAF coraza.WAF
-	// byHost maps a lower-case host without port to its WAF.
-	byHost  map[string]coraza.WAF
+	defaultSet *hostRules
+	// byHost maps a lower-case host without port to its rule set.
+	byHost  map[string]*hostRules
 	metrics *metrics
+	ops     operability
+	// logBuf is the scratch buffer of the JSON transaction log; a VM runs
+	// one callback at a time, so one buffer per plugin is enough.
+	logBuf []byte
+}
+
+// hostRules is what a request's authority selects: a compiled rule set and
+// its custom deny reply (nil for the default empty-body reply).
+type hostRules struct {
+	name string
+	waf  coraza.WAF
+	deny *denyResponse
 }
 
 // NewPlugin compiles the configuration's rule sets (reusing the WAFs this VM
@@ -34,18 +46,23 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 	if !ok {
 		return nil, fmt.Errorf("default_directives: %q names no entry in directives_map; want one of %s", cfg.DefaultDirectives, cfg.ruleSetNames())
 	}
+	rules := make(map[string]*hostRules, len(sets))
+	for name, set := range sets {
+		rules[name] = &hostRules{name: name, waf: set.waf, deny: cfg.ops.deny[name]}
+	}
 	p := &Plugin{
-		defaultWAF: def.waf,
-		byHost:     make(map[string]coraza.WAF, len(cfg.PerAuthorityDirectives)),
+		defaultSet: rules[def.name],
+		byHost:     make(map[string]*hostRules, len(cfg.PerAuthorityDirectives)),
+		ops:        cfg.ops,
 	}
 	for authority, name := range cfg.PerAuthorityDirectives {
-		set, ok := sets[name]
+		set, ok := rules[name]
 		if !ok {
 			return nil, fmt.Errorf("per_authority_directives[%q]: %q names no entry in directives_map; want one of %s", authority, name, cfg.ruleSetNames())
 		}
-		p.byHost[authorityHost(authority)] = set.waf
+		p.byHost[authorityHost(authority)] = set
 	}
-	p.metrics = newMetrics(cfg.MetricLabels)
+	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN)
 	return p, nil
 }
 
@@ -61,14 +78,14 @@ func Check(data []byte) error {
 	return err
 }
 
-// wafFor returns the WAF for a request's :authority.
-func (p *Plugin) wafFor(authority string) coraza.WAF {
+// rulesFor returns the rule set for a request's :authority.
+func (p *Plugin) rulesFor(authority string) *hostRules {
 	if len(p.byHost) != 0 {
-		if waf, ok := p.byHost[authorityHost(authority)]; ok {
-			return waf
+		if r, ok := p.byHost[authorityHost(authority)]; ok {
+			return r
 		}
 	}
-	return p.defaultWAF
+	return p.defaultSet
 }
 
 // NewHttpContext returns the context of one HTTP stream; it implements the

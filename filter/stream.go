@@ -2,6 +2,7 @@ package filter
 
 import (
 	"strconv"
+	"time"
 
 	ctypes "github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
@@ -52,6 +53,25 @@ type stream struct {
 	// replied is set once the filter sent a local reply: the response
 	// callbacks that follow then see that reply, which is not inspected.
 	replied bool
+
+	// rules is the rule set chosen by :authority.
+	rules *hostRules
+	// outcome of the transaction, for the JSON log, the filter state and
+	// the metrics (see txlog.go).
+	action      txAction
+	ruleID      int
+	blockPhase  phase
+	finalStatus int
+	wafTime     time.Duration
+	// request line and client, kept only when json_log is on; they point
+	// into strings the filter already holds.
+	method, path, authority, clientIP string
+	clientPort                        int
+
+	// body checks of the filter itself (operability.go).
+	multipart bool
+	scanJSON  bool
+	json      jsonDepth
 }
 
 // OnHttpRequestHeaders implements types.HttpContext. It evaluates phase 1,
@@ -62,7 +82,7 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 		proxywasm.LogError("waf: reading the request headers: " + err.Error())
 		return s.failClosed()
 	}
-	var method, path, authority, requestID string
+	var method, path, authority, requestID, traceparent, contentType, contentLength string
 	for _, h := range headers {
 		switch h[0] {
 		case ":method":
@@ -73,9 +93,23 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 			authority = h[1]
 		case "x-request-id":
 			requestID = h[1]
+		case "traceparent":
+			traceparent = h[1]
+		case "content-type":
+			contentType = h[1]
+		case "content-length":
+			contentLength = h[1]
 		}
 	}
-	waf := s.plugin.wafFor(authority)
+	defer s.addTime(time.Now())
+	s.rules = s.plugin.rulesFor(authority)
+	waf := s.rules.waf
+	if requestID == "" {
+		requestID = traceID(traceparent)
+	}
+	if s.plugin.ops.jsonLog {
+		s.method, s.path, s.authority = method, path, authority
+	}
 	if requestID != "" {
 		s.tx = waf.NewTransactionWithID(requestID)
 	} else {
@@ -92,6 +126,7 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 	srcIP, srcPort := splitAddress(getStringProperty(propSourceAddress))
 	dstIP, dstPort := splitAddress(getStringProperty(propDestinationAddress))
 	tx.ProcessConnection(srcIP, srcPort, dstIP, dstPort)
+	s.clientIP, s.clientPort = srcIP, srcPort
 
 	s.protocol = getStringProperty(propRequestProtocol)
 	if s.protocol == "" {
@@ -115,6 +150,12 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 	if it := tx.ProcessRequestHeaders(); it != nil {
 		return s.interrupt(it, phaseRequestHeaders)
 	}
+	s.checkWouldBlock(phaseRequestHeaders)
+	if !endOfStream && tx.IsRequestBodyAccessible() {
+		if a, stop := s.prepareRequestBody(contentType, contentLength); stop {
+			return a
+		}
+	}
 	if endOfStream || !tx.IsRequestBodyAccessible() {
 		// Nothing to buffer: run phase 2 now, so that blocking needs no
 		// body callback and the upstream gets nothing on a block.
@@ -130,13 +171,20 @@ func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action 
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
+	defer s.addTime(time.Now())
 	if bodySize > s.reqBodySeen {
+		if lim := s.plugin.ops.noFilesLimit; lim > 0 && !s.multipart && int64(bodySize) > lim {
+			return s.rejectBody(statusBodyTooLarge, actionBodyLimit)
+		}
 		chunk, err := proxywasm.GetHttpRequestBody(s.reqBodySeen, bodySize-s.reqBodySeen)
 		if err != nil {
 			proxywasm.LogError("waf: reading the request body: " + err.Error())
 			return s.failClosed()
 		}
 		s.reqBodySeen = bodySize
+		if s.scanJSON && s.json.feed(chunk, s.plugin.ops.jsonMaxDepth) {
+			return s.rejectBody(statusJSONTooDeep, actionJSONTooDeep)
+		}
 		it, n, err := s.tx.WriteRequestBody(chunk)
 		if err != nil {
 			proxywasm.LogError("waf: buffering the request body: " + err.Error())
@@ -165,6 +213,7 @@ func (s *stream) OnHttpRequestTrailers(int) types.Action {
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
+	defer s.addTime(time.Now())
 	return s.finishRequestBody()
 }
 
@@ -179,6 +228,7 @@ func (s *stream) finishRequestBody() types.Action {
 	if it != nil {
 		return s.interrupt(it, phaseRequestBody)
 	}
+	s.checkWouldBlock(phaseRequestBody)
 	return types.ActionContinue
 }
 
@@ -189,6 +239,7 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 		// Our own local reply, or a stream without a transaction.
 		return types.ActionContinue
 	}
+	defer s.addTime(time.Now())
 	if !s.reqDone {
 		// The upstream answered before the request ended.
 		if a := s.finishRequestBody(); s.replied {
@@ -214,11 +265,13 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 		}
 		tx.AddResponseHeader(h[0], h[1])
 	}
+	s.finalStatus = code
 	if it := tx.ProcessResponseHeaders(code, s.protocol); it != nil {
 		// The headers are still held here: Envoy answers with a local
 		// reply and drops the upstream response.
 		return s.interrupt(it, phaseResponseHeaders)
 	}
+	s.checkWouldBlock(phaseResponseHeaders)
 	if endOfStream || !tx.IsResponseBodyAccessible() || !tx.IsResponseBodyProcessable() {
 		return s.finishResponseBody()
 	}
@@ -232,6 +285,7 @@ func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
 	}
+	defer s.addTime(time.Now())
 	if bodySize > s.respBodySeen {
 		chunk, err := proxywasm.GetHttpResponseBody(s.respBodySeen, bodySize-s.respBodySeen)
 		if err != nil {
@@ -262,6 +316,7 @@ func (s *stream) OnHttpResponseTrailers(int) types.Action {
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
 	}
+	defer s.addTime(time.Now())
 	return s.finishResponseBody()
 }
 
@@ -276,6 +331,7 @@ func (s *stream) finishResponseBody() types.Action {
 	if it != nil {
 		return s.interrupt(it, phaseResponseBody)
 	}
+	s.checkWouldBlock(phaseResponseBody)
 	return types.ActionContinue
 }
 
@@ -287,7 +343,11 @@ func (s *stream) OnHttpStreamDone() {
 		return
 	}
 	s.tx = nil
+	start := time.Now()
 	tx.ProcessLogging()
+	s.addTime(start)
+	// The matched rules and the variables go away with Close.
+	s.report(tx)
 	if err := tx.Close(); err != nil {
 		proxywasm.LogError("waf: closing the transaction: " + err.Error())
 	}
@@ -309,6 +369,7 @@ func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
 
 	status := it.Status
 	var headers [][2]string
+	var body []byte
 	switch {
 	case it.Action == "redirect":
 		if status < 300 || status > 399 {
@@ -320,9 +381,24 @@ func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
 	case status < 200 || status > 599:
 		status = 403
 	}
+	action := actionBlock
+	switch {
+	case it.Action == "redirect":
+		action = actionRedirect
+	case it.RuleID == 0 && status == statusBodyTooLarge:
+		// Coraza's SecRequestBodyLimitAction Reject.
+		action = actionBodyLimit
+	}
+	if d := s.rules.deny; d != nil && action != actionRedirect {
+		if d.status != 0 && action == actionBlock {
+			status = d.status
+		}
+		headers, body = d.headers, d.body
+	}
+	s.record(action, it.RuleID, p, status)
 	proxywasm.LogInfo("waf: interrupted by rule " + strconv.Itoa(it.RuleID) + " in " + p.String() +
 		", action " + it.Action + ", status " + strconv.Itoa(status) + ", unique_id " + s.tx.ID())
-	if err := proxywasm.SendHttpResponse(uint32(status), headers, nil, -1); err != nil {
+	if err := proxywasm.SendHttpResponse(uint32(status), headers, body, -1); err != nil {
 		proxywasm.LogError("waf: sending the local reply for rule " + strconv.Itoa(it.RuleID) + ": " + err.Error())
 	}
 	return types.ActionPause
@@ -332,6 +408,7 @@ func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
 func (s *stream) failClosed() types.Action {
 	s.replied = true
 	s.reqDone, s.respDone = true, true
+	s.action, s.finalStatus = actionFailClosed, statusFailClosed
 	if err := proxywasm.SendHttpResponse(statusFailClosed, nil, nil, -1); err != nil {
 		proxywasm.LogError("waf: sending the fail-closed reply: " + err.Error())
 	}

@@ -46,10 +46,14 @@ func compileWAF(lines []string) (coraza.WAF, error) {
 	if waf, ok := wafCache[directives]; ok {
 		return waf, nil
 	}
+	compiled := directives
+	if fix := inMemoryLimitDirective(directives); fix != "" {
+		compiled += "\n" + fix
+	}
 	waf, err := coraza.NewWAF(coraza.NewWAFConfig().
 		WithRootFS(rulesFS{}).
 		WithErrorCallback(logMatchedRule).
-		WithDirectives(directives))
+		WithDirectives(compiled))
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wafguard/wafguard/configcheck"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -32,6 +33,10 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		// "wafhost check --config f.json": only check the configuration natively.
+		os.Exit(configcheck.Main("wafhost check", os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "wafhost:", err)
 		os.Exit(1)
