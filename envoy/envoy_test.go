@@ -265,12 +265,12 @@ func TestBootstrap_brokenPluginConfig(t *testing.T) {
 		{
 			name: "misspelled admission key",
 			old:  `"max_inflight": 256`, new: `"max_inflght": 256`,
-			want: at + `admission: unknown key "max_inflght", want one of max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key`,
+			want: at + `admission: unknown key "max_inflght", want one of max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
 		},
 		{
 			name: "misspelled top-level key",
 			old:  `"default_directives": "crs"`, new: `"default_directive": "crs"`,
-			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission`,
+			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types`,
 		},
 		{
 			name: "metric label without a stats tag",

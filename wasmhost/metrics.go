@@ -209,7 +209,7 @@ func ParseStatsTags(items []string) ([]StatsTag, error) {
 func DefaultStatsTags() []StatsTag {
 	return []StatsTag{
 		{Name: "env", Regex: regexp.MustCompile(`(_env=([^_]+))`)},
-		{Name: "rule_id", Regex: regexp.MustCompile(`(_ruleid=([0-9]+))`)},
+		{Name: "rule_id", Regex: regexp.MustCompile(`(_ruleid=([0-9]+|other))`)},
 		{Name: "phase", Regex: regexp.MustCompile(`(_phase=([a-z_]+))$`)},
 		{Name: "reason", Regex: regexp.MustCompile(`(_reason=([a-z_]+))$`)},
 	}
