@@ -2,6 +2,7 @@ package filter
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -292,8 +293,7 @@ func TestPlugin_operabilityMetrics(t *testing.T) {
 
 // TestPlugin_blockFilterState: the block metadata goes to filter state
 // (proxy_set_property), for %FILTER_STATE(wasm.waf_rule_id:PLAIN)% in an
-// access log. Only the native runner can read it: the wasm host keeps
-// filter state per stream and does not return it.
+// access log.
 func TestPlugin_blockFilterState(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -324,23 +324,41 @@ func TestPlugin_blockFilterState(t *testing.T) {
 				"waf_status": "403", "waf_anomaly_score": "20", "waf_tx_id": "fs-3"},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := nativeRunner{}.load(t, tc.config)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			defer p.close()
-			p.do(t, tc.ex)
-			host := p.(*nativePlugin).host
-			for k, want := range tc.want {
-				got, err := host.GetProperty([]string{k})
-				if err != nil || string(got) != want {
-					t.Errorf("filter state %s: got %q (%v), want %q", k, got, err, want)
+	forEachRunner(t, func(t *testing.T, r runner) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				p, err := r.load(t, tc.config)
+				if err != nil {
+					t.Fatalf("load: %v", err)
 				}
-			}
-		})
+				defer p.close()
+				p.do(t, tc.ex)
+				for k, want := range tc.want {
+					got, err := filterState(p, k)
+					if err != nil || got != want {
+						t.Errorf("filter state %s: got %q (%v), want %q", k, got, err, want)
+					}
+				}
+			})
+		}
+	})
+}
+
+// filterState reads what the last exchange of p stored with
+// proxy_set_property under key.
+func filterState(p loadedPlugin, key string) (string, error) {
+	switch p := p.(type) {
+	case *nativePlugin:
+		b, err := p.host.GetProperty([]string{key})
+		return string(b), err
+	case *wasmPlugin:
+		v, ok := p.filterState[key]
+		if !ok {
+			return "", fmt.Errorf("not set (have %v)", p.filterState)
+		}
+		return v, nil
 	}
+	return "", fmt.Errorf("unknown runner %T", p)
 }
 
 func TestPlugin_denyResponse(t *testing.T) {

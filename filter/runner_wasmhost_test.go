@@ -131,6 +131,8 @@ type wasmPlugin struct {
 	v        *wasmVM
 	logStart int
 	base     map[string]uint64
+	// filterState is what the last exchange stored with proxy_set_property.
+	filterState map[string]string
 }
 
 // wasmProperties match the native runner's stream properties.
@@ -162,6 +164,7 @@ func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 		return &wasmhost.Response{Status: status, Headers: ex.respHeaders, Body: ex.respBody}, nil
 	})
 	res := p.v.vm.Exchange(context.Background(), req, up)
+	p.filterState = res.FilterState
 	out := outcome{upstream: res.Upstream}
 	if res.Reset || res.Status == 0 {
 		return out

@@ -58,6 +58,11 @@ type Result struct {
 	Reset bool
 	// Complete is true when the response reached end of stream.
 	Complete bool
+	// FilterState holds what the plugin stored with proxy_set_property on
+	// this stream, by property path (tokens joined with "."). Envoy keeps
+	// each as filter state "wasm.<path>", which access logs read with
+	// %FILTER_STATE(wasm.<path>:PLAIN)%.
+	FilterState map[string]string
 }
 
 type streamMode int
@@ -744,6 +749,12 @@ func (s *Stream) result() Result {
 	r.Details = s.details
 	if s.reset {
 		r = Result{Reset: true, Details: s.details, Upstream: r.Upstream}
+	}
+	if len(s.props) > 0 {
+		r.FilterState = make(map[string]string, len(s.props))
+		for k, v := range s.props {
+			r.FilterState[strings.ReplaceAll(k, "\x00", ".")] = string(v)
+		}
 	}
 	return r
 }
