@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -96,10 +97,17 @@ func (e EchoUpstream) RoundTrip(ctx context.Context, r *UpstreamRequest) (*Respo
 		for k, v := range spec.Headers {
 			resp.Headers = append(resp.Headers, [2]string{strings.ToLower(k), v})
 		}
-		sortPairs(resp.Headers)
 		if len(body) > 0 {
 			resp.Body = [][]byte{body}
+			// Like a net/http server (CRS's own test backend is one), a
+			// reflected body without a content-type gets the sniffed one:
+			// Coraza inspects only response bodies whose type is in
+			// SecResponseBodyMimeType, and the RESPONSE-95x tests rely on it.
+			if _, ok := headerGet(resp.Headers, "content-type"); !ok {
+				resp.Headers = append(resp.Headers, [2]string{"content-type", http.DetectContentType(body)})
+			}
 		}
+		sortPairs(resp.Headers)
 		return resp, nil
 	case path == "/anything" || strings.HasPrefix(path, "/anything/") || path == "/get" || path == "/post" ||
 		path == "/put" || path == "/patch" || path == "/delete" || path == "/headers":
