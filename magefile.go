@@ -1,6 +1,6 @@
 //go:build mage
 
-// Build targets. Run them with `go run mage.go <target>`; `go run mage.go -l`
+// Build targets. Run them with "go run mage.go <target>"; "go run mage.go -l"
 // lists them.
 package main
 
@@ -126,6 +126,15 @@ func Check() {
 func Ftw() error {
 	mg.Deps(Build)
 	return run(nil, "go", "run", "./ftw/cmd/ftwrun")
+}
+
+// Bench runs the side-by-side load benchmark (the .wasm in the host, the
+// host with a pass-through plugin, native Coraza, nginx + ModSecurity v3 and
+// plain nginx) on the design's traffic mix; results in build/bench/. It
+// installs nginx and its ModSecurity module with apt-get when absent.
+func Bench() error {
+	mg.Deps(Build)
+	return run(nil, "go", "run", "./bench/cmd/bench")
 }
 
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in

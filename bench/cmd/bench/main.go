@@ -1,0 +1,440 @@
+// Command bench measures the WAF filter side by side with nginx +
+// ModSecurity v3 and native Coraza, one server after the other, each pinned
+// to the same CPU, on the same seeded traffic mix. It writes
+// build/bench/results.md, results.json and latency.png.
+//
+// Run it from the repository root after `go run mage.go build`:
+//
+//	go run ./bench/cmd/bench            # full run, about 6 minutes
+//	go run ./bench/cmd/bench -quick     # one to two minutes, a smoke test
+//	go run ./bench/cmd/bench -servers coraza,nginx-modsec,nginx
+//
+// docs/bench.md explains the setup and how to read the results.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wafguard/wafguard/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve-coraza" {
+		os.Exit(serveCoraza(os.Args[2:]))
+	}
+	os.Exit(run())
+}
+
+// serveCoraza is the native Coraza server the bench starts as a subprocess.
+func serveCoraza(args []string) int {
+	fs := flag.NewFlagSet("serve-coraza", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8081", "address to serve on")
+	upstream := fs.String("upstream", "", "base URL every request is proxied to")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := bench.ServeCoraza(ctx, *listen, *upstream, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "serve-coraza:", err)
+		return 1
+	}
+	return 0
+}
+
+type options struct {
+	servers            string
+	closed, open, warm time.Duration
+	quick              bool
+	workers            int
+	openShare          float64
+	capInflight        int
+	capVMs             int
+	seed               uint64
+	poolSize           int
+	serverCPU, loadCPU int
+	out                string
+	wasm, pass         string
+	timeout, deadline  time.Duration
+	drain              time.Duration
+	readyWait          time.Duration
+	verify             bool
+}
+
+func run() int {
+	var o options
+	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap}
+	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
+	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
+	flag.DurationVar(&o.open, "open", 20*time.Second, "open-loop (fixed rate) run per server")
+	flag.DurationVar(&o.warm, "warmup", 2*time.Second, "unmeasured closed-loop warm-up per server (2 workers, so a slow server drains it fast)")
+	flag.BoolVar(&o.quick, "quick", false, "short runs (4s closed, 4s open, 1s warm-up, at most 10s drain) for a smoke test of one to two minutes")
+	flag.IntVar(&o.workers, "workers", 32, "closed loop: concurrent requests (vegeta workers and connections)")
+	flag.Float64Var(&o.openShare, "open-share", 0.5, "open-loop rate as a share of the server's closed-loop req/s")
+	flag.IntVar(&o.capInflight, "cap", 8, "admission max_inflight of the "+bench.IDWasmCRSCap+" run")
+	flag.IntVar(&o.capVMs, "cap-vms", 1, "Go host VMs (--concurrency) of the "+bench.IDWasmCRSCap+" run")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the traffic pool")
+	flag.IntVar(&o.poolSize, "pool", 200, "requests in the traffic pool (replayed in a loop)")
+	flag.IntVar(&o.serverCPU, "server-cpu", 1, "CPU every server is pinned to")
+	flag.IntVar(&o.loadCPU, "load-cpu", 0, "CPU the load generator and the upstream are pinned to")
+	flag.StringVar(&o.out, "out", "build/bench", "output directory")
+	flag.StringVar(&o.wasm, "wasm", "build/main.wasm", "the WAF plugin (go run mage.go build)")
+	flag.StringVar(&o.pass, "passthrough", "wasmhost/testdata/passthrough", "pass-through plugin: a .wasm file or a Go package directory to build")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request timeout")
+	flag.DurationVar(&o.drain, "drain", 30*time.Second, "how long requests in flight may still take after a loop ends; then they are aborted (not counted)")
+	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "the whole run stops after this")
+	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
+	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
+	flag.Parse()
+	if o.quick {
+		o.closed, o.open, o.warm = 4*time.Second, 4*time.Second, time.Second
+		o.drain = min(o.drain, 10*time.Second)
+	}
+	selected := strings.Split(o.servers, ",")
+	for _, s := range selected {
+		if !slices.Contains(all, s) {
+			fmt.Fprintf(os.Stderr, "bench: -servers: unknown server %q, want some of %s\n", s, strings.Join(all, ","))
+			return 2
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.deadline)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// Every server started goes down with the bench, on any return or panic,
+	// and as soon as the deadline passes or a signal arrives: requests in
+	// flight then fail at once instead of waiting for their timeout.
+	defer bench.StopAll()
+	stopServers := context.AfterFunc(ctx, bench.StopAll)
+	defer stopServers()
+
+	r, err := runBench(ctx, o, selected)
+	if r != nil {
+		if werr := r.Write(o.out); werr != nil {
+			fmt.Fprintln(os.Stderr, "bench: writing results:", werr)
+			return 1
+		}
+		fmt.Println()
+		fmt.Println(r.Markdown())
+		fmt.Printf("wrote %s\n", strings.Join([]string{filepath.Join(o.out, "results.md"), filepath.Join(o.out, "results.json"), filepath.Join(o.out, "latency.png")}, ", "))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "\r\033[K"+format+"\n", args...)
+}
+
+func runBench(ctx context.Context, o options, selected []string) (*bench.Report, error) {
+	began := time.Now()
+	pool, err := bench.NewPool(o.seed, o.poolSize, bench.DefaultMix)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	work := filepath.Join(o.out, "work")
+	if err := os.RemoveAll(work); err != nil {
+		return nil, err
+	}
+	if work, err = filepath.Abs(work); err != nil {
+		return nil, err
+	}
+	env := &bench.Env{WorkDir: work, ServerCPU: o.serverCPU, Self: self, ReadyWait: o.readyWait, Log: func(s string) { logf("%s", s) }}
+
+	r := &bench.Report{
+		Started: began, Command: "go run ./bench/cmd/bench " + strings.Join(os.Args[1:], " "),
+		Machine: machine(), ServerCPU: o.serverCPU, LoadCPU: o.loadCPU, Workers: o.workers, OpenShare: o.openShare,
+		Closed: o.closed.String(), Open: o.open.String(),
+		Upstream: "one in-process Go net/http server on 127.0.0.1 (CPU " + strconv.Itoa(o.loadCPU) + ") answering 200 text/html " + strconv.Itoa(len(bench.UpstreamBody)) + " bytes to every request; every server proxies to it over kept-alive connections",
+		Notes: []string{
+			"The machine is shared with other builds and tests while the bench runs: treat the numbers as noisy; compare servers within one run, not across runs.",
+			"One load-generator core: for the servers without a WAF (nginx, wasm-pass) the load generator, not the server, may be the limit.",
+			"CRS for ModSecurity is written from the coraza-coreruleset module; chained rules 949111 and 959111 get an explicit \"t:none\" action list because ModSecurity 3.0.9 does not parse a chained SecRule without one.",
+		},
+	}
+	r.Versions = versions()
+	defer func() { r.Seconds = time.Since(began).Seconds() }()
+	counts := pool.Counts()
+	total, lo, hi := pool.JSONBytes()
+	r.Pool = bench.PoolInfo{Seed: o.seed, Size: len(pool.Requests), Classes: map[string]int{},
+		JSONMinKB: float64(lo) / 1024, JSONMaxKB: float64(hi) / 1024, MeanKB: float64(total) / 1024 / float64(len(pool.Requests))}
+	for c, n := range counts {
+		r.Pool.Classes[bench.Class(c).String()] = n
+	}
+
+	// Build what the Go host servers need before pinning: the builds use
+	// both CPUs.
+	buildErrs := map[string]error{}
+	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
+		hostErr := buildHost(ctx, o, env)
+		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap} {
+			if hostErr != nil {
+				buildErrs[id] = hostErr
+			}
+		}
+		if _, err := os.Stat(o.wasm); err != nil && buildErrs[bench.IDWasmCRS] == nil {
+			buildErrs[bench.IDWasmCRS] = fmt.Errorf("%s missing: run `go run mage.go build` first", o.wasm)
+			buildErrs[bench.IDWasmCRSCap] = buildErrs[bench.IDWasmCRS]
+		} else if abs, err := filepath.Abs(o.wasm); err == nil {
+			env.MainWasm = abs
+		}
+		if slices.Contains(selected, bench.IDWasmPass) && buildErrs[bench.IDWasmPass] == nil {
+			if env.PassWasm, err = buildPassthrough(ctx, o); err != nil {
+				buildErrs[bench.IDWasmPass] = err
+			}
+		}
+	}
+
+	up, err := bench.StartUpstream()
+	if err != nil {
+		return r, err
+	}
+	defer up.Close()
+	env.UpstreamURL = up.URL
+	if err := pinSelf(o.loadCPU); err != nil {
+		return r, fmt.Errorf("pinning the load generator to CPU %d: %w", o.loadCPU, err)
+	}
+
+	servers := bench.Servers(o.capInflight, o.capVMs)
+	if o.verify {
+		v, err := verify(ctx, servers, env, pool, o.timeout)
+		if err != nil {
+			return r, err
+		}
+		r.Verify = v
+		if err := v.Err("native Coraza"); err != nil {
+			return r, err
+		}
+		logf("pool checked against native Coraza: %d requests, 0 false positives, 0 false negatives", len(pool.Requests))
+	}
+
+	results := map[string]*bench.ServerResult{}
+	for i, id := range selected {
+		s := servers[slices.IndexFunc(servers, func(s *bench.Server) bool { return s.ID == id })]
+		res := &bench.ServerResult{ID: s.ID, Name: s.Name, Path: s.Path, WAF: s.WAF}
+		r.Servers = append(r.Servers, res)
+		if err := buildErrs[id]; err != nil {
+			res.Error = err.Error()
+			logf("[%d/%d %s] skipped: %v", i+1, len(selected), id, err)
+			continue
+		}
+		rate := 0.0
+		if base := results[s.CapOf]; base != nil && base.Open != nil {
+			rate = base.Open.TargetRate
+		}
+		err := measure(ctx, s, env, pool, o, rate, res, fmt.Sprintf("[%d/%d %s]", i+1, len(selected), id))
+		if err != nil {
+			res.Error = err.Error()
+			logf("[%d/%d %s] failed: %v", i+1, len(selected), id, err)
+			if ctx.Err() != nil {
+				return r, fmt.Errorf("stopped during %s: %w", id, context.Cause(ctx))
+			}
+			continue
+		}
+		results[id] = res
+	}
+	return r, nil
+}
+
+func verify(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, timeout time.Duration) (*bench.Verification, error) {
+	s := servers[slices.IndexFunc(servers, func(s *bench.Server) bool { return s.ID == bench.IDCoraza })]
+	logf("checking the pool against native Coraza (%d requests, one at a time)", len(pool.Requests))
+	run, err := s.Start(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Proc.Stop(3 * time.Second)
+	return bench.Verify(ctx, run.URL, pool, timeout)
+}
+
+// measure starts one server, warms it up, runs the closed loop and then the
+// open loop at openRate (0: the configured share of the closed-loop rate),
+// reads its resource use and stops it.
+func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.Pool, o options, openRate float64, res *bench.ServerResult, tag string) error {
+	logf("%s starting: %s", tag, s.Name)
+	t0 := time.Now()
+	run, err := s.Start(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer run.Proc.Stop(3 * time.Second)
+	res.ReadySeconds = time.Since(t0).Seconds()
+	progress := func(phase string, d time.Duration) func(int, float64) {
+		start := time.Now()
+		return func(done int, rps float64) {
+			el := time.Since(start)
+			state := fmt.Sprintf("%3.0f/%.0fs", el.Seconds(), d.Seconds())
+			if el > d {
+				state = fmt.Sprintf("waiting for requests in flight (%.0fs past)", (el - d).Seconds())
+			}
+			fmt.Fprintf(os.Stderr, "\r\033[K%s %s %s  %d done  %.1f/s", tag, phase, state, done, rps)
+		}
+	}
+	if o.warm > 0 {
+		if _, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: min(o.workers, 2), Duration: o.warm, Timeout: o.timeout, Drain: min(o.drain, 5*time.Second), Progress: progress("warm-up", o.warm)}); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	u0, err := run.Proc.Usage()
+	if err != nil {
+		return err
+	}
+	closed, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: o.workers, Duration: o.closed, Timeout: o.timeout, Drain: o.drain, Progress: progress("closed loop", o.closed)})
+	if err != nil {
+		return fmt.Errorf("closed loop: %w", err)
+	}
+	res.Closed = closed
+	if openRate <= 0 {
+		admitted := closed.Throughput * (1 - closed.LimitedShare())
+		openRate = max(0.1, admitted*o.openShare)
+	}
+	open, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: max(1, min(o.workers, int(openRate))), Rate: openRate, Duration: o.open, Timeout: o.timeout, Drain: o.drain, Progress: progress(fmt.Sprintf("open loop %.1f/s", openRate), o.open)})
+	if err != nil {
+		return fmt.Errorf("open loop: %w", err)
+	}
+	res.Open = open
+	u1, err := run.Proc.Usage()
+	if err != nil {
+		return err
+	}
+	res.CPUSeconds = u1.CPUSeconds - u0.CPUSeconds
+	if n := closed.Requests + open.Requests; n > 0 {
+		res.CPUMsPerRequest = res.CPUSeconds * 1000 / float64(n)
+	}
+	res.PeakRSSMB = float64(u1.PeakRSSKB) / 1024
+	res.Processes = u1.PIDs
+	res.Tally()
+	fn := "n/a"
+	if s.WAF {
+		fn = strconv.Itoa(res.FalseNegatives)
+	}
+	logf("%s %.1f req/s closed; open %.1f/s: %d answers, p50 %.2f p99 %.2f ms; RSS %.0f MB; CPU %.1f s; FP %d FN %s; no answer %d; aborted %d",
+		tag, closed.Throughput, open.TargetRate, open.Answered, open.Latency.P50, open.Latency.P99, res.PeakRSSMB, res.CPUSeconds, res.FalsePositives, fn, res.Errors, closed.Aborted+open.Aborted)
+	return nil
+}
+
+// buildHost builds cmd/wafhost into the output directory.
+func buildHost(ctx context.Context, o options, env *bench.Env) error {
+	if _, err := os.Stat("cmd/wafhost"); err != nil {
+		return fmt.Errorf("cmd/wafhost missing: run the bench from the repository root")
+	}
+	bin, err := filepath.Abs(filepath.Join(o.out, "bin", "wafhost"))
+	if err != nil {
+		return err
+	}
+	logf("building cmd/wafhost")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/wafhost")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/wafhost: %w\n%s", err, out)
+	}
+	env.WafhostBin = bin
+	return nil
+}
+
+// buildPassthrough returns the pass-through plugin, built from its Go
+// package unless o.pass names a .wasm file.
+func buildPassthrough(ctx context.Context, o options) (string, error) {
+	if strings.HasSuffix(o.pass, ".wasm") {
+		return filepath.Abs(o.pass)
+	}
+	st, err := os.Stat(o.pass)
+	if err != nil || !st.IsDir() {
+		return "", fmt.Errorf("pass-through plugin %s missing (want a .wasm file or a Go package directory)", o.pass)
+	}
+	out, err := filepath.Abs(filepath.Join(o.out, "bin", "passthrough.wasm"))
+	if err != nil {
+		return "", err
+	}
+	logf("building %s", o.pass)
+	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-o", out, "./"+filepath.Clean(o.pass))
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %w\n%s", o.pass, err, b)
+	}
+	return out, nil
+}
+
+// pinSelf binds every thread of the bench to cpu and runs Go code on one
+// thread at a time: the load generator gets one core, as each server does.
+// New threads inherit the affinity of the thread that creates them.
+func pinSelf(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	for pass := 0; pass < 2; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return err
+			}
+		}
+	}
+	runtime.GOMAXPROCS(1)
+	return nil
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s %s/%s", model, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func versions() []string {
+	var v []string
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			switch m.Path {
+			case "github.com/corazawaf/coraza/v3", "github.com/corazawaf/coraza-coreruleset/v4", "github.com/tsenart/vegeta/v12":
+				v = append(v, m.Path+" "+m.Version)
+			}
+		}
+	}
+	if out, err := exec.Command("nginx", "-v").CombinedOutput(); err == nil {
+		v = append(v, strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: ")))
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "libmodsecurity3 ${Version}, libnginx-mod-http-modsecurity ", "libmodsecurity3").CombinedOutput(); err == nil {
+		s := string(out)
+		if out2, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "libnginx-mod-http-modsecurity").CombinedOutput(); err == nil {
+			s += string(out2)
+		}
+		v = append(v, s)
+	}
+	return v
+}

@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Report is everything one bench run measured; results.json holds it.
+type Report struct {
+	Started   time.Time `json:"started"`
+	Seconds   float64   `json:"seconds"`
+	Command   string    `json:"command"`
+	Machine   string    `json:"machine"`
+	Versions  []string  `json:"versions"`
+	Upstream  string    `json:"upstream"`
+	ServerCPU int       `json:"server_cpu"`
+	LoadCPU   int       `json:"load_cpu"`
+	Workers   int       `json:"workers"`
+	OpenShare float64   `json:"open_share"`
+	Closed    string    `json:"closed_duration"`
+	Open      string    `json:"open_duration"`
+	Pool      PoolInfo  `json:"pool"`
+	// Verify is the native Coraza server's answer to every request of the
+	// pool, checked before any measurement.
+	Verify  *Verification   `json:"verify,omitempty"`
+	Servers []*ServerResult `json:"servers"`
+	Notes   []string        `json:"notes,omitempty"`
+}
+
+// PoolInfo describes the traffic mix.
+type PoolInfo struct {
+	Seed      uint64         `json:"seed"`
+	Size      int            `json:"size"`
+	Classes   map[string]int `json:"classes"`
+	JSONMinKB float64        `json:"json_min_kb"`
+	JSONMaxKB float64        `json:"json_max_kb"`
+	MeanKB    float64        `json:"mean_request_body_kb"`
+}
+
+// ServerResult is what one server did.
+type ServerResult struct {
+	ID           string  `json:"id"`
+	Name         string  `json:"name"`
+	Path         string  `json:"path"`
+	WAF          bool    `json:"waf"`
+	Error        string  `json:"error,omitempty"`
+	ReadySeconds float64 `json:"ready_seconds"`
+	Closed       *Run    `json:"closed,omitempty"`
+	Open         *Run    `json:"open,omitempty"`
+	// CPUSeconds is the server's user+system CPU time over both runs;
+	// CPUMsPerRequest divides it by the requests of both runs.
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	CPUMsPerRequest float64 `json:"cpu_ms_per_request"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"` // VmHWM summed over the process tree
+	Processes       int     `json:"processes"`
+	// FalsePositives are benign requests answered neither 2xx nor 429,
+	// FalseNegatives attacks answered other than 403 or 429, both over the
+	// two runs. Errors are requests without an answer (timeouts, resets).
+	FalsePositives int `json:"false_positives"`
+	FalseNegatives int `json:"false_negatives"`
+	Errors         int `json:"errors"`
+}
+
+// Tally fills the false positive and negative counts from the runs.
+func (s *ServerResult) Tally() {
+	s.FalsePositives, s.FalseNegatives, s.Errors = 0, 0, 0
+	for _, r := range []*Run{s.Closed, s.Open} {
+		if r == nil {
+			continue
+		}
+		for c := Class(0); c < numClasses; c++ {
+			o := r.Classes[c.String()]
+			if c.Benign() {
+				s.FalsePositives += o.Blocked + o.Other
+			} else {
+				s.FalseNegatives += o.Passed + o.Other
+			}
+			s.Errors += o.Errors
+		}
+	}
+}
+
+func (r *Report) server(id string) *ServerResult {
+	for _, s := range r.Servers {
+		if s.ID == id && s.Closed != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return "-"
+	}
+	x := a / b
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0fx", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1fx", x)
+	default:
+		return fmt.Sprintf("%.2fx", x)
+	}
+}
+
+func ms(v float64) string {
+	switch {
+	case v <= 0:
+		return "-"
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+func rps(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// Markdown renders the report as results.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Bench results\n\n")
+	fmt.Fprintf(&b, "Run %s, %.0f s, `%s`.  \n", r.Started.UTC().Format(time.RFC3339), r.Seconds, r.Command)
+	fmt.Fprintf(&b, "Machine: %s. Each server pinned to CPU %d (one worker: GOMAXPROCS=1 or worker_processes 1); load generator (vegeta, in process, GOMAXPROCS=1) and upstream on CPU %d.  \n", r.Machine, r.ServerCPU, r.LoadCPU)
+	fmt.Fprintf(&b, "Upstream: %s.  \n", r.Upstream)
+	fmt.Fprintf(&b, "Traffic: %d requests replayed in a loop (seed %d): %d benign GETs, %d benign JSON POSTs (%.1f-%.1f KB), %d attacks (SQLi, XSS in query and JSON).  \n",
+		r.Pool.Size, r.Pool.Seed, r.Pool.Classes[BenignGET.String()], r.Pool.Classes[BenignJSON.String()], r.Pool.JSONMinKB, r.Pool.JSONMaxKB, r.Pool.Classes[Attack.String()])
+	fmt.Fprintf(&b, "Closed loop: %d workers, %s, rate unbounded. Open loop: %s at %.0f%% of the server's own closed-loop rate.\n\n", r.Workers, r.Closed, r.Open, r.OpenShare*100)
+	if len(r.Versions) > 0 {
+		fmt.Fprintf(&b, "Versions: %s.\n\n", strings.Join(r.Versions, "; "))
+	}
+	if r.Verify != nil {
+		fmt.Fprintf(&b, "Pool checked against native Coraza before measuring: %d mismatches.\n\n", len(r.Verify.Mismatches))
+	}
+
+	ms1, cz := r.server(IDNginxModSec), r.server(IDCoraza)
+	var msRPS, czRPS float64
+	if ms1 != nil {
+		msRPS = ms1.Closed.Throughput
+	}
+	if cz != nil {
+		czRPS = cz.Closed.Throughput
+	}
+	b.WriteString("| server | req/s (closed) | vs nginx+ModSec | vs Coraza | open rate (answers) | p50 ms | p95 ms | p99 ms | max ms | peak RSS MB | CPU s | CPU ms/req | FP | FN | no answer | 429 share |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Servers {
+		if s.Closed == nil {
+			fmt.Fprintf(&b, "| %s | not run: %s |%s\n", s.ID, strings.ReplaceAll(firstLine(s.Error), "|", "/"), strings.Repeat(" |", 14))
+			continue
+		}
+		o := s.Open
+		if o == nil {
+			o = &Run{}
+		}
+		lat := o.Latency
+		share := "-"
+		if s.MaxInflightRun() {
+			share = fmt.Sprintf("%.1f%% / %.1f%%", s.Closed.LimitedShare()*100, o.LimitedShare()*100)
+			lat = o.Admitted
+		}
+		fp, fn := fmt.Sprint(s.FalsePositives), fmt.Sprint(s.FalseNegatives)
+		if !s.WAF {
+			fn = "n/a"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.1f | %.2f | %s | %s | %d | %s |\n",
+			s.ID, rps(s.Closed.Throughput), ratio(s.Closed.Throughput, msRPS), ratio(s.Closed.Throughput, czRPS), fmt.Sprintf("%s (%d)", rps(o.TargetRate), o.Answered),
+			ms(lat.P50), ms(lat.P95), ms(lat.P99), ms(lat.Max), s.PeakRSSMB, s.CPUSeconds, s.CPUMsPerRequest, fp, fn, s.Errors, share)
+	}
+	b.WriteString("\nLatency columns are from the open-loop run. FP: benign requests answered with a status other than 2xx or 429; FN: attacks answered with a status other than 403 or 429; no answer: timeouts and resets (all three over both runs; requests aborted when the drain time ran out count nowhere, see aborted in results.json). ")
+	b.WriteString("Closed-loop req/s: all answers divided by the time from the start to the last answer (requests in flight when sending stops included). Ratios divide closed-loop req/s. Peak RSS is VmHWM summed over the server's processes (nginx: master + worker). CPU s is the server's user+system time over both runs.\n\n")
+
+	if base, capped := r.server(IDWasmCRS), r.server(IDWasmCRSCap); base != nil && capped != nil {
+		b.WriteString("## Admission cap\n\n")
+		b.WriteString("| run | closed answers/s | closed admitted/s | closed p99 admitted ms | closed 429 share | open rate | open p99 admitted ms | open 429 share |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, s := range []*ServerResult{base, capped} {
+			o := s.Open
+			if o == nil {
+				o = &Run{}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.1f%% | %s | %s | %.1f%% |\n", s.ID, rps(s.Closed.Throughput), rps(s.Closed.Throughput*(1-s.Closed.LimitedShare())),
+				ms(s.Closed.Admitted.P99), s.Closed.LimitedShare()*100, rps(o.TargetRate), ms(o.Admitted.P99), o.LimitedShare()*100)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Per class (both runs)\n\n| server | class | passed | blocked | 429 | other | errors |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Servers {
+		if s.Closed == nil {
+			continue
+		}
+		for c := Class(0); c < numClasses; c++ {
+			var o Outcome
+			for _, run := range []*Run{s.Closed, s.Open} {
+				if run != nil {
+					o.add(run.Classes[c.String()])
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d |\n", s.ID, c, o.Passed, o.Blocked, o.Limited, o.Other, o.Errors)
+		}
+	}
+	b.WriteString("\n## Servers\n\n")
+	for _, s := range r.Servers {
+		fmt.Fprintf(&b, "- `%s`: %s; %s; ready in %.1f s.\n", s.ID, s.Name, s.Path, s.ReadySeconds)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+// MaxInflightRun reports whether the server ran with the admission cap.
+func (s *ServerResult) MaxInflightRun() bool { return s.ID == IDWasmCRSCap }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Write writes results.md, results.json and latency.png into dir.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(j, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644); err != nil {
+		return err
+	}
+	var labels []string
+	for _, q := range Quantiles {
+		labels = append(labels, q.Label)
+	}
+	var series []Series
+	for _, s := range r.Servers {
+		if s.Open == nil {
+			continue
+		}
+		lat := s.Open.Latency
+		if s.MaxInflightRun() {
+			lat = s.Open.Admitted
+		}
+		name := fmt.Sprintf("%s %s/s", s.ID, rps(s.Open.TargetRate))
+		if lat.N == 0 {
+			name += " (no answers)"
+		}
+		series = append(series, Series{Name: name, Values: lat.Values()})
+	}
+	return PlotLines(filepath.Join(dir, "latency.png"),
+		fmt.Sprintf("latency, open loop at %.0f%% of each server's saturation", r.OpenShare*100), "ms, log scale", labels, series)
+}

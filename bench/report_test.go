@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLatencyOf(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	got := latencyOf(d)
+	want := Latency{N: 100, P50: 50, P90: 90, P95: 95, P99: 99, P999: 100, Max: 100}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if got := latencyOf(nil); got != (Latency{}) {
+		t.Errorf("empty: got %+v, want zero", got)
+	}
+}
+
+func fakeRun(rps float64, p99 float64, limited int) *Run {
+	r := &Run{Mode: "closed", Throughput: rps, Answered: 100}
+	r.byClass[BenignGET] = Outcome{Passed: 70 - limited, Limited: limited}
+	r.byClass[BenignJSON] = Outcome{Passed: 19, Blocked: 1}
+	r.byClass[Attack] = Outcome{Blocked: 10}
+	r.finish()
+	r.Latency = Latency{N: 100, P50: p99 / 4, P95: p99 / 2, P99: p99, Max: p99 * 2}
+	r.Admitted = r.Latency
+	return r
+}
+
+func TestReport_write(t *testing.T) {
+	r := &Report{Workers: 32, OpenShare: 0.5, Closed: "20s", Open: "20s", Pool: PoolInfo{Size: 200, Classes: map[string]int{"benign_get": 140, "benign_json": 40, "attack": 20}}}
+	for _, s := range []struct {
+		id  string
+		rps float64
+		lim int
+	}{{IDWasmCRS, 20, 0}, {IDCoraza, 28, 0}, {IDNginxModSec, 56, 0}, {IDWasmCRSCap, 30, 35}} {
+		res := &ServerResult{ID: s.id, WAF: true, Closed: fakeRun(s.rps, 100, s.lim), Open: fakeRun(s.rps/2, 50, s.lim)}
+		res.Tally()
+		r.Servers = append(r.Servers, res)
+	}
+	r.Servers = append(r.Servers, &ServerResult{ID: IDWasmPass, Error: "cmd/wafhost missing\nmore"})
+	md := r.Markdown()
+	for _, want := range []string{
+		"| wasm-crs | 20.0 | 0.36x | 0.71x |",
+		"| nginx-modsec | 56.0 | 1.00x | 2.00x |",
+		"| wasm-pass | not run: cmd/wafhost missing |",
+		"| wasm-crs-cap | 30.0 | 0.54x | 1.07x | 0.0 (100) | 12.5 | 25.0 | 50.0 | 100 | 0 | 0.0 | 0.00 | 2 | 0 | 0 | 35.0% / 35.0% |",
+		"## Admission cap",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	dir := t.TempDir()
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "latency.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+		t.Errorf("plot size %v, want at least 800x400", b)
+	}
+}
+
+func TestServerResult_tally(t *testing.T) {
+	s := &ServerResult{Closed: fakeRun(10, 10, 0)}
+	s.Closed.byClass[Attack] = Outcome{Blocked: 8, Passed: 1, Errors: 1}
+	s.Closed.finish()
+	s.Tally()
+	if s.FalsePositives != 1 || s.FalseNegatives != 1 || s.Errors != 1 {
+		t.Errorf("got FP %d FN %d errors %d, want 1 1 1", s.FalsePositives, s.FalseNegatives, s.Errors)
+	}
+}

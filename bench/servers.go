@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Env is what starting a server needs.
+type Env struct {
+	WorkDir     string // config files and logs
+	UpstreamURL string // http://127.0.0.1:port
+	ServerCPU   int    // the CPU every server is pinned to
+	Self        string // the bench binary; its serve-coraza command is the native Coraza server
+	WafhostBin  string // cmd/wafhost, built
+	MainWasm    string // build/main.wasm
+	PassWasm    string // the pass-through plugin, built
+	ReadyWait   time.Duration
+	Log         func(string)
+}
+
+// Server is one system under test.
+type Server struct {
+	ID   string // short name used in flags, files and tables
+	Name string // what runs
+	// Path is how a request reaches the upstream (or who answers it).
+	Path string
+	// WAF is set when the server runs CRS and must block attacks.
+	WAF bool
+	// CapOf names the server whose run this one repeats with the
+	// admission cap on; its open-loop rate is taken from that run.
+	CapOf string
+	// MaxInflight is the admission cap of a Go host server (0: off).
+	MaxInflight int
+	// VMs is the --concurrency of a Go host server (0 means 1).
+	VMs   int
+	start func(ctx context.Context, s *Server, env *Env) (*Running, error)
+}
+
+// Running is a started server.
+type Running struct {
+	Proc *Proc
+	URL  string // base URL, http://127.0.0.1:port
+}
+
+// Server IDs.
+const (
+	IDWasmCRS     = "wasm-crs"
+	IDWasmPass    = "wasm-pass"
+	IDCoraza      = "coraza"
+	IDNginxModSec = "nginx-modsec"
+	IDNginx       = "nginx"
+	IDWasmCRSCap  = "wasm-crs-cap"
+)
+
+// Servers returns every server of the bench in run order; capInflight and
+// capVMs are the admission cap and the VM count of the IDWasmCRSCap run.
+func Servers(capInflight, capVMs int) []*Server {
+	return []*Server{
+		{ID: IDWasmCRS, Name: "Go host (wazero) + main.wasm, CRS blocking, admission off, 1 VM", Path: "host -> upstream", WAF: true, start: startWafhost},
+		{ID: IDWasmPass, Name: "Go host (wazero) + pass-through plugin, 1 VM", Path: "host -> upstream", start: startWafhost},
+		{ID: IDCoraza, Name: "native Coraza v3.8.1 (coraza/v3/http middleware, net/http, GOMAXPROCS=1)", Path: "httputil.ReverseProxy -> upstream", WAF: true, start: startCoraza},
+		{ID: IDNginxModSec, Name: "nginx 1 worker + ModSecurity v3 (Debian), same CRS", Path: "proxy_pass -> upstream", WAF: true, start: startNginx},
+		{ID: IDNginx, Name: "nginx 1 worker, no WAF", Path: "proxy_pass -> upstream", start: startNginx},
+		{ID: IDWasmCRSCap, Name: fmt.Sprintf("as %s, admission cap max_inflight=%d, %d VM", IDWasmCRS, capInflight, max(capVMs, 1)), Path: "host -> upstream", WAF: true, CapOf: IDWasmCRS, MaxInflight: capInflight, VMs: capVMs, start: startWafhost},
+	}
+}
+
+// Start starts the server and waits until it answers.
+func (s *Server) Start(ctx context.Context, env *Env) (*Running, error) {
+	return s.start(ctx, s, env)
+}
+
+// pluginConfig is the plugin configuration of the Go host runs, in the
+// format of config/default.json.
+func pluginConfig(maxInflight int) ([]byte, error) {
+	return json.MarshalIndent(map[string]any{
+		"directives_map":     map[string]any{"crs": PluginDirectives},
+		"default_directives": "crs",
+		"admission":          map[string]any{"max_inflight": maxInflight, "retry_after_seconds": 1},
+	}, "", "  ")
+}
+
+func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
+	if env.WafhostBin == "" {
+		return nil, fmt.Errorf("%s: the Go host binary is not built (cmd/wafhost missing?)", s.ID)
+	}
+	wasm, cfgData := env.MainWasm, []byte(nil)
+	if s.ID == IDWasmPass {
+		wasm = env.PassWasm
+		cfgData = []byte("{}")
+	} else {
+		var err error
+		if cfgData, err = pluginConfig(s.MaxInflight); err != nil {
+			return nil, err
+		}
+	}
+	if wasm == "" {
+		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
+	}
+	dir := filepath.Join(env.WorkDir, s.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "plugin.json")
+	if err := os.WriteFile(cfg, cfgData, 0o644); err != nil {
+		return nil, err
+	}
+	listen, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.WafhostBin,
+		"--wasm", wasm, "--config", cfg, "--listen", listen, "--admin", admin, "--upstream", env.UpstreamURL, "--concurrency", strconv.Itoa(max(s.VMs, 1)))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP(ctx, "http://"+admin+"/ready", 200, env.ReadyWait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
+func startCoraza(ctx context.Context, s *Server, env *Env) (*Running, error) {
+	listen, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
+		"serve-coraza", "--listen", listen, "--upstream", env.UpstreamURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP(ctx, "http://"+listen+"/", 200, env.ReadyWait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
+func startNginx(ctx context.Context, s *Server, env *Env) (*Running, error) {
+	modsec := s.ID == IDNginxModSec
+	bin, err := EnsureNginx(modsec, env.Log)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(env.WorkDir, s.ID)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	rules := ""
+	if modsec {
+		var rewritten int
+		if rules, rewritten, err = WriteModSecurity(filepath.Join(dir, "modsecurity")); err != nil {
+			return nil, err
+		}
+		env.Log(fmt.Sprintf("%s: CRS written to %s (%d rule files rewritten for ModSecurity's parser)", s.ID, filepath.Dir(rules), rewritten))
+	}
+	listen, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	up, err := url.Parse(env.UpstreamURL)
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte(NginxConfig(dir, listen, up.Host, rules)), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := StartProc(s.ID, env.ServerCPU, nil, env.WorkDir, bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP(ctx, "http://"+listen+"/", 200, env.ReadyWait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, fmt.Errorf("%w\nnginx error.log:\n%s", err, readTail(filepath.Join(dir, "error.log"), 2000))
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
+func readTail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	return tail(b, n)
+}
+
+// String describes the server for logs.
+func (r *Running) String() string {
+	return r.URL + " pid " + strconv.Itoa(r.Proc.PID())
+}
