@@ -219,6 +219,17 @@ func (vm *VM) Failed() bool {
 	return vm.failed
 }
 
+// MemorySize returns the size in bytes of the VM's linear memory. It never
+// shrinks (wasm memory only grows), so it is the VM's peak.
+func (vm *VM) MemorySize() uint64 {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	if vm.mem == nil {
+		return 0
+	}
+	return uint64(vm.mem.Size())
+}
+
 // Generation counts the VM's loads: 1 after NewVM, +1 per reload.
 func (vm *VM) Generation() uint32 {
 	vm.mu.Lock()

@@ -1,0 +1,58 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSoak_ci is the CI form of Soak: 20 s of the traffic mix at 10
+// requests a second over two VMs with the small rule set, then 3 s of
+// overload (16 clients back to back against an admission cap of 8). Every
+// request gets its expected status or a 429, and the open-transaction and
+// in-flight gauges are back to 0 at the end.
+//
+// WAFGUARD_SOAK_SECONDS overrides the steady duration for a longer local
+// run, and WAFGUARD_SOAK_HEAPPROFILE names a file for a heap profile taken
+// at the end; the long form for a mage target is Soak itself.
+func TestSoak_ci(t *testing.T) {
+	b := pluginWasm(t)
+	if testing.Short() {
+		t.Skip("soak: skipped in -short mode")
+	}
+	d := 20 * time.Second
+	if s := os.Getenv("WAFGUARD_SOAK_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 || n > 3600 {
+			t.Fatalf("WAFGUARD_SOAK_SECONDS: got %q, want 1 to 3600", s)
+		}
+		d = time.Duration(n) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
+	defer cancel()
+	cfg := SoakConfig{Wasm: b, Duration: d, Rate: 10, OverloadDuration: 3 * time.Second}
+	if p := os.Getenv("WAFGUARD_SOAK_HEAPPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cfg.HeapProfile = f
+	}
+	r, err := Soak(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("soak report:\n%s", r)
+	if err := r.Check(); err != nil {
+		t.Error(err)
+	}
+	if r.Steady.Sent < int(d.Seconds())*10/2 {
+		t.Errorf("steady phase sent %d requests, want at least half of the %d scheduled", r.Steady.Sent, int(d.Seconds())*10)
+	}
+	if r.Overload.ByStatus[429] == 0 {
+		t.Errorf("overload: no 429 with %d clients over a cap of 8: %v", 16, r.Overload.ByStatus)
+	}
+}
