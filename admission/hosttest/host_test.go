@@ -30,7 +30,7 @@ func wasmPath() string {
 
 // compile loads the plugin, or skips (fails when WASM_REQUIRED is set) when
 // it has not been built.
-func compile(t *testing.T, vms int) *wasmhost.Module {
+func compile(t testing.TB, vms int) *wasmhost.Module {
 	t.Helper()
 	b, err := os.ReadFile(wasmPath())
 	if err != nil {
