@@ -81,7 +81,16 @@ type PluginConfig struct {
 	// Host, when set, replaces the module's Host for this VM: its own
 	// shared data, metrics and log writer (tests use it for isolation).
 	Host *Host
+	// TrapOn, when set, is asked before each guest callback with the
+	// export's name (for example "proxy_on_request_body"); true makes that
+	// call trap instead of running, exactly as if the guest had hit
+	// unreachable there. Fault tests use it to trap the real plugin in any
+	// callback. It runs with the VM locked and must not call into the VM.
+	TrapOn func(export string) bool
 }
+
+// errInjectedTrap is the trap PluginConfig.TrapOn asks for.
+var errInjectedTrap = errors.New("wasm error: unreachable (injected by PluginConfig.TrapOn)")
 
 type phase int
 
@@ -367,6 +376,10 @@ func (vm *VM) call(fi int, ctxID uint32, args ...uint64) (uint64, bool) {
 	f := vm.fns[fi]
 	if f == nil {
 		return 0, true
+	}
+	if vm.cfg.TrapOn != nil && vm.cfg.TrapOn(exportNames[fi]) {
+		vm.fail(exportNames[fi], errInjectedTrap)
+		return 0, false
 	}
 	copy(vm.stk, args)
 	prevCur, prevEff := vm.cur, vm.eff
