@@ -1,0 +1,241 @@
+package fastpath
+
+import (
+	"html"
+	"io/fs"
+	"net/url"
+	"os"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"testing"
+
+	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// crsPatterns returns the argument of every @rx in the CRS rule files.
+func crsPatterns(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	err := fs.WalkDir(coreruleset.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".conf") {
+			return err
+		}
+		b, err := fs.ReadFile(coreruleset.FS, path)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		for {
+			i := strings.Index(s, `"@rx `)
+			if i < 0 {
+				break
+			}
+			s = s[i+5:]
+			var p strings.Builder
+			j := 0
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) && s[j+1] == '"' {
+					j++
+				}
+				p.WriteByte(s[j])
+			}
+			out = append(out, p.String())
+			s = s[j:]
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 100 {
+		t.Fatalf("found %d @rx patterns in the CRS, want more", len(out))
+	}
+	return out
+}
+
+// attackCorpus returns the strings of the CRS regression tests (payloads,
+// URIs, header values) in a few decoded forms, plus some hand-written ones.
+func attackCorpus(t testing.TB) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	err := fs.WalkDir(crstests.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := fs.ReadFile(crstests.FS, path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			k := strings.Index(line, ": ")
+			if k < 0 {
+				continue
+			}
+			v := strings.Trim(strings.TrimSpace(line[k+2:]), `"'`)
+			add(v)
+			if u, err := url.QueryUnescape(v); err == nil {
+				add(u)
+				add(strings.ToLower(u))
+				add(html.UnescapeString(u))
+				add(strings.Join(strings.Fields(u), ""))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"1' UNION SELECT password FROM users--", "<script>alert(1)</script>", "../../etc/passwd",
+		"; cat /etc/passwd", "${jndi:ldap://x}", "sElEcT * fRoM t", "ſelect", "\u212aill",
+	} {
+		add(s)
+	}
+	return out
+}
+
+// TestLiteralFilterNeverRejectsAMatch runs every CRS @rx pattern over the
+// regression-test corpus: whenever the regexp matches a value, the literal
+// filter must let the value through.
+func TestLiteralFilterNeverRejectsAMatch(t *testing.T) {
+	patterns := crsPatterns(t)
+	corpus := attackCorpus(t)
+	if os.Getenv("FASTPATH_FULL_CORPUS") == "" {
+		// Every fourth value keeps the test under a minute on a busy
+		// machine; set FASTPATH_FULL_CORPUS=1 for all of them.
+		var part []string
+		for i := 0; i < len(corpus); i += 4 {
+			part = append(part, corpus[i])
+		}
+		corpus = part
+	}
+	filtered, rejected, matched := 0, 0, 0
+	for _, p := range patterns {
+		expr := "(?sm)" + p
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			continue // byte patterns (binaryregexp) and the like
+		}
+		parsed, err := syntax.Parse(expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newLiteralFilter(parsed)
+		if f == nil {
+			continue
+		}
+		filtered++
+		for _, v := range corpus {
+			if f.mayMatch(v) {
+				continue
+			}
+			rejected++
+			if re.MatchString(v) {
+				matched++
+				t.Errorf("pattern %q matches %q, but the filter (%q) rejects it", p, v, f.lits)
+			}
+		}
+	}
+	t.Logf("%d patterns, %d with a literal filter; %d corpus values; %d rejections, %d wrong", len(patterns), filtered, len(corpus), rejected, matched)
+}
+
+func TestRequired(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		want []string // nil: no filter
+	}{
+		{`(?i)union.*select`, []string{"select"}}, // the longer one
+		{`abc|de`, []string{"abc", "de"}},
+		{`a*`, nil},
+		{`(?:foo)?bar`, []string{"bar"}},
+		{`x{0,3}`, nil},
+		{`(?i)[Ss]leep\(`, []string{"leep("}},
+		{`^$`, nil},
+		{`(?i)k`, []string{"k"}}, // the Kelvin sign is not ASCII: passed anyway
+		{`foo|.*`, nil},
+	} {
+		parsed, err := syntax.Parse("(?sm)"+tc.expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newLiteralFilter(parsed)
+		var got []string
+		if f != nil {
+			got = f.lits
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.expr, got, tc.want)
+		}
+	}
+}
+
+func TestMayMatch(t *testing.T) {
+	parsed, _ := syntax.Parse(`(?i)union\s+select`, syntax.Perl)
+	f := newLiteralFilter(parsed)
+	for v, want := range map[string]bool{
+		"1 UNION SELECT": true, "SeLeCt": true, "nothing here": false, "": false,
+		"unio": false, "caf\u00e9": true, // non-ASCII: always the regexp's call
+	} {
+		if got := f.mayMatch(v); got != want {
+			t.Errorf("mayMatch(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestNeedsByteRegexp(t *testing.T) {
+	for expr, want := range map[string]bool{
+		`abc`: false, `\x41`: false, `\xff`: true, `[\x80-\xff]`: true, `\x{bc}`: true, `\\xff`: true, `\x{41}`: false, `\xzz`: false,
+	} {
+		if got := needsByteRegexp(expr); got != want {
+			t.Errorf("needsByteRegexp(%q) = %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// captureTx records capture fields.
+type captureTx struct {
+	plugintypes.TransactionState
+	capturing bool
+	fields    map[int]string
+}
+
+func (c *captureTx) Capturing() bool { return c.capturing }
+func (c *captureTx) CaptureField(i int, v string) {
+	c.fields[i] = v
+}
+
+func TestRxCaptures(t *testing.T) {
+	op, err := newRx(plugintypes.OperatorOptions{Arguments: `(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)(k)?x`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"abcdefghijx", "--abcdefghijx-- and a longer tail for the memo"} {
+		tx := &captureTx{capturing: true, fields: map[int]string{}}
+		for range 2 { // the second time from the memo
+			if !op.Evaluate(tx, v) {
+				t.Fatalf("%q: no match", v)
+			}
+			if len(tx.fields) != 9 || tx.fields[0] != "abcdefghijx" || tx.fields[8] != "h" {
+				t.Errorf("%q: fields %v, want TX.0 to TX.8", v, tx.fields)
+			}
+		}
+	}
+	tx := &captureTx{fields: map[int]string{}}
+	if !op.Evaluate(tx, "abcdefghijx") || len(tx.fields) != 0 {
+		t.Errorf("not capturing: fields %v", tx.fields)
+	}
+	if op.Evaluate(tx, "abcdefghij") {
+		t.Error("matched without the x")
+	}
+}

@@ -1,0 +1,195 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/wafguard/wafguard/wasmhost"
+)
+
+// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set.
+func wasmPath() string {
+	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
+		return p
+	}
+	return filepath.Join("..", "build", "main.wasm")
+}
+
+// The requests of filter/bench_test.go: a benign GET, a 10 KiB benign JSON
+// POST, and a SQL injection in the query string.
+type request struct {
+	name       string
+	method     string
+	path       string
+	headers    [][2]string
+	body       []byte
+	wantStatus int
+}
+
+var requests = []request{
+	{
+		name: "benign_get", method: "GET", path: "/products/42?page=2&sort=price",
+		headers: [][2]string{
+			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"}, {"accept-language", "en"},
+		},
+		wantStatus: 200,
+	},
+	{
+		name: "json_post_10kb", method: "POST", path: "/api/orders",
+		headers: [][2]string{
+			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "application/json"},
+			{"content-type", "application/json"}, {"content-length", "10240"},
+		},
+		body:       jsonBody(10 * 1024),
+		wantStatus: 200,
+	},
+	{
+		name: "sqli_get", method: "GET", path: "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
+		headers: [][2]string{
+			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"},
+		},
+		wantStatus: 403,
+	},
+}
+
+func jsonBody(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"items": [`)
+	for i := 0; b.Len() < n-64; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id": ` + strconv.Itoa(i) + `, "description": "` + strings.Repeat("fresh organic produce from local farms ", 5) + `"}`)
+	}
+	b.WriteString(`], "note": "deliver before noon"`)
+	for b.Len() < n-1 {
+		b.WriteByte(' ')
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// freshJSONBody is jsonBody(n) with every description made unique by
+// salt, so that results remembered from earlier requests do not help.
+func freshJSONBody(n, salt int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"items": [`)
+	for i := 0; b.Len() < n-64; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"id": ` + strconv.Itoa(i) + `, "description": "lot ` + strconv.Itoa(salt) + `-` + strconv.Itoa(i) + ` ` + strings.Repeat("fresh organic produce from local farms ", 5) + `"}`)
+	}
+	b.WriteString(`], "note": "deliver before noon ` + strconv.Itoa(salt) + `"`)
+	for b.Len() < n-1 {
+		b.WriteByte(' ')
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// crsConfig is the built-in rule set: recommended settings, blocking, CRS.
+const crsConfig = `{}`
+
+var info = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationAddress: "10.0.0.1:8080", Protocol: "HTTP/1.1"}
+
+var upstream = wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamRequest) (*wasmhost.Response, error) {
+	return &wasmhost.Response{Status: 200, Headers: [][2]string{{"content-type", "text/html"}, {"content-length", "12"}},
+		Body: [][]byte{[]byte("<p>hello</p>")}}, nil
+})
+
+func (r *request) wasmRequest() *wasmhost.Request {
+	req := &wasmhost.Request{
+		Headers: append([][2]string{{":method", r.method}, {":path", r.path}, {":authority", "shop.example.com"}, {":scheme", "https"}}, r.headers...),
+		Info:    info,
+	}
+	if r.body != nil {
+		req.Body = [][]byte{r.body}
+	}
+	return req
+}
+
+// cpuTime is the CPU time of this process so far (user and system, every
+// thread). On a shared machine it is steadier than wall time: waiting for
+// a core does not count.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// guestEnv is $PERF_GUEST_ENV (NAME=value pairs separated by spaces, e.g.
+// "GOGC=400") as the VM's environment variables, which the Go runtime of
+// the guest reads when it starts.
+func guestEnv() [][2]string {
+	var env [][2]string
+	for _, kv := range strings.Fields(os.Getenv("PERF_GUEST_ENV")) {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, [2]string{k, v})
+	}
+	return env
+}
+
+// startVM compiles the plugin (ctx carries wazero options such as function
+// listeners) and starts one VM with the CRS.
+func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
+	tb.Helper()
+	wasm, err := os.ReadFile(wasmPath())
+	if err != nil {
+		tb.Skipf("%v (build the plugin, or set WAFGUARD_WASM)", err)
+	}
+	m, err := wasmhost.Compile(ctx, wasm, wasmhost.Options{Concurrency: 1, CacheDir: cacheDir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Close(context.Background()) })
+	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig), Env: guestEnv()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(vm.Close)
+	tb.Logf("compile %v, VM start %v", m.CompileTime, vm.StartTime)
+	return vm
+}
+
+func BenchmarkWasm_request(b *testing.B) {
+	vm := startVM(b, context.Background(), "")
+	for i := range requests {
+		r := &requests[i]
+		req := r.wasmRequest()
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			if got := vm.Exchange(context.Background(), req, upstream).Status; got != r.wantStatus {
+				b.Fatalf("status %d, want %d", got, r.wantStatus)
+			}
+			cpu0 := cpuTime()
+			for b.Loop() {
+				vm.Exchange(context.Background(), req, upstream)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+	// The JSON POST again, with values no earlier request had.
+	r := requests[1]
+	salt := 0
+	b.Run("json_post_10kb_fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			salt++
+			r.body = freshJSONBody(10*1024, salt)
+			if got := vm.Exchange(context.Background(), r.wasmRequest(), upstream).Status; got != r.wantStatus {
+				b.Fatalf("status %d, want %d", got, r.wantStatus)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	})
+}
