@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Defaults for the keys of the admission object. docs/admission.md explains
@@ -204,7 +206,7 @@ func parseReject(c *Config, r *rawConfig) error {
 	if err != nil {
 		return err
 	}
-	if r.RejectContentType != nil && (ct == "" || !printable(ct)) {
+	if r.RejectContentType != nil && (ct == "" || !httpsyntax.FieldValue(ct)) {
 		return fmt.Errorf("admission.reject_content_type: got %q, want a media type such as \"application/json\"", ct)
 	}
 	c.RejectContentType = ct
@@ -228,42 +230,18 @@ func parseReject(c *Config, r *rawConfig) error {
 		}
 		lk := strings.ToLower(k)
 		switch {
-		case !token(lk):
+		case !httpsyntax.Token(lk):
 			return fmt.Errorf("admission.reject_headers: name %q: want a header name of letters, digits and !#$%%&'*+-.^_`|~", k)
 		case lk == "retry-after" || lk == "content-type":
 			return fmt.Errorf("%s: the guard sets this header (use reject_content_type for the type); remove it", path)
 		case lk == "content-length" || lk == "transfer-encoding" || lk == "connection":
 			return fmt.Errorf("%s: Envoy sets this header; remove it", path)
-		case !printable(v):
+		case !httpsyntax.FieldValue(v):
 			return fmt.Errorf("%s: value %q: want printable characters without CR or LF", path, v)
 		}
 		c.RejectHeaders = append(c.RejectHeaders, [2]string{lk, v})
 	}
 	return nil
-}
-
-// token accepts an RFC 9110 token.
-func token(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// printable accepts visible ASCII, spaces and tabs.
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != '\t' && (c < 0x20 || c == 0x7f) {
-			return false
-		}
-	}
-	return true
 }
 
 func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) {

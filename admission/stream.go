@@ -2,6 +2,7 @@ package admission
 
 import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Wrap returns the HTTP context for a new stream. With admission off (no cap
@@ -53,7 +54,7 @@ type stream struct {
 func (s *stream) OnHttpRequestHeaders(numHeaders int, endOfStream bool) types.Action {
 	g := s.g
 	if limit := g.cfg.MaxRequestBodyBytes; limit > 0 {
-		if cl, ok := g.host.requestHeader("content-length"); ok && contentLengthOver(cl, limit) {
+		if cl, ok := g.host.requestHeader("content-length"); ok && httpsyntax.ContentLengthOver(cl, limit) {
 			return s.reply413()
 		}
 	}
@@ -171,27 +172,6 @@ func (s *stream) reply413() types.Action {
 	s.replied = true
 	_ = g.host.sendReply(413, g.headers413, body413)
 	return types.ActionPause
-}
-
-// contentLengthOver reports whether a Content-Length value is over limit. A
-// value that is not a decimal number is left to Envoy's codec, which
-// rejects it before any filter runs.
-func contentLengthOver(cl string, limit int64) bool {
-	if cl == "" {
-		return false
-	}
-	var n int64
-	for i := 0; i < len(cl); i++ {
-		c := cl[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		if n > (1<<62)/10 {
-			return true
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n > limit
 }
 
 var _ types.HttpContext = (*stream)(nil)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Defaults and bounds of the operability keys; docs/configuration.md
@@ -157,7 +159,7 @@ func parseDenyResponses(raw json.RawMessage, c *Config) (map[string]*denyRespons
 		}
 		if r.ContentType != nil {
 			ct := *r.ContentType
-			if ct == "" || !validHeaderValue(ct) {
+			if ct == "" || !httpsyntax.FieldValue(ct) {
 				return nil, fmt.Errorf("%s.content_type: got %q, want a media type such as \"application/json\"", path, ct)
 			}
 			d.headers = append(d.headers, [2]string{"content-type", ct})
@@ -168,13 +170,13 @@ func parseDenyResponses(raw json.RawMessage, c *Config) (map[string]*denyRespons
 			v := r.Headers[k]
 			lk := strings.ToLower(k)
 			switch {
-			case !validHeaderName(lk):
+			case !httpsyntax.Token(lk):
 				return nil, fmt.Errorf("%s.headers: name %q: want a header name of letters, digits and !#$%%&'*+-.^_`|~", path, k)
 			case lk == "content-type":
 				return nil, fmt.Errorf("%s.headers[%q]: set the content type with content_type instead", path, k)
 			case lk == "content-length" || lk == "transfer-encoding" || lk == "connection":
 				return nil, fmt.Errorf("%s.headers[%q]: Envoy sets this header; remove it", path, k)
-			case !validHeaderValue(v):
+			case !httpsyntax.FieldValue(v):
 				return nil, fmt.Errorf("%s.headers[%q]: value %q: want printable characters without CR or LF", path, k, v)
 			}
 			d.headers = append(d.headers, [2]string{lk, v})
@@ -207,32 +209,7 @@ func shortJSON(raw []byte) string {
 // validMediaType accepts type/subtype made of header token characters.
 func validMediaType(s string) bool {
 	t, sub, ok := strings.Cut(s, "/")
-	return ok && validHeaderName(t) && validHeaderName(sub)
-}
-
-// validHeaderName accepts an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue accepts visible ASCII, spaces and tabs.
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\t' && (c < 0x20 || c == 0x7f) {
-			return false
-		}
-	}
-	return true
+	return ok && httpsyntax.Token(t) && httpsyntax.Token(sub)
 }
 
 // mediaType returns the media type of a Content-Type value, lower case and

@@ -10,6 +10,7 @@ import (
 	ctypes "github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // txAction is what the filter did with a transaction.
@@ -156,7 +157,7 @@ func (s *stream) prepareRequestBody(contentType, contentLength string) (types.Ac
 		mt = mediaType(contentType)
 	}
 	s.multipart = mt == "multipart/form-data"
-	if ops.noFilesLimit > 0 && !s.multipart && contentLengthOver(contentLength, ops.noFilesLimit) {
+	if ops.noFilesLimit > 0 && !s.multipart && httpsyntax.ContentLengthOver(contentLength, ops.noFilesLimit) {
 		return s.rejectBody(statusBodyTooLarge, actionBodyLimit), true
 	}
 	s.scanJSON = ops.jsonMaxDepth > 0 && isJSONMediaType(mt)
@@ -356,24 +357,4 @@ func traceID(tp string) string {
 		return ""
 	}
 	return id
-}
-
-// contentLengthOver reports whether a Content-Length value is over limit. A
-// value that is not a decimal number is left to Envoy's codec.
-func contentLengthOver(cl string, limit int64) bool {
-	if cl == "" {
-		return false
-	}
-	var n int64
-	for i := 0; i < len(cl); i++ {
-		c := cl[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		if n > (1<<62)/10 {
-			return true
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n > limit
 }

@@ -1,0 +1,42 @@
+package httpsyntax
+
+import "testing"
+
+func TestContentLengthOver(t *testing.T) {
+	cases := []struct {
+		cl    string
+		limit int64
+		want  bool
+	}{
+		{"", 10, false},
+		{"10", 10, false}, // at the limit
+		{"11", 10, true},  // past it
+		{"0", 0, false},
+		{"1x", 0, false}, // not a number: Envoy's codec rejects it
+		{"-1", 0, false}, // likewise
+		{"99999999999999999999999", 1 << 40, true}, // overflows int64: over
+	}
+	for _, tc := range cases {
+		if got := ContentLengthOver(tc.cl, tc.limit); got != tc.want {
+			t.Errorf("ContentLengthOver(%q, %d) = %v, want %v", tc.cl, tc.limit, got, tc.want)
+		}
+	}
+}
+
+func TestToken(t *testing.T) {
+	for s, want := range map[string]bool{"x-reason": true, "Content-Type": true, "a!#$%&'*+-.^_`|~z": true,
+		"": false, "a b": false, "a:b": false, "a\x00": false, "ä": false} {
+		if got := Token(s); got != want {
+			t.Errorf("Token(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestFieldValue(t *testing.T) {
+	for s, want := range map[string]bool{"": true, "text/plain; charset=utf-8": true, "a\tb": true,
+		"a\r\nb": false, "a\x00": false, "\x7f": false} {
+		if got := FieldValue(s); got != want {
+			t.Errorf("FieldValue(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
