@@ -137,6 +137,36 @@ func Bench() error {
 	return run(nil, "go", "run", "./bench/cmd/bench")
 }
 
+// Fuzz runs each fuzz target for perTarget (a Go duration: "go run mage.go fuzz 60s").
+// Inputs that fail are written under the package's testdata/fuzz, where
+// plain go test replays them.
+func Fuzz(perTarget string) error {
+	if _, err := time.ParseDuration(perTarget); err != nil {
+		return fmt.Errorf("fuzz: time per target: got %q, want a Go duration such as 60s: %w", perTarget, err)
+	}
+	targets := []struct{ pkg, name string }{
+		{"./filter", "FuzzParseConfig"}, {"./filter", "FuzzRequest"}, {"./filter", "FuzzRequest_crs"},
+		{"./admission", "FuzzParseConfig"}, {"./admission", "FuzzGuard_sharedValue"},
+	}
+	for i, tg := range targets {
+		fmt.Printf("fuzz [%d/%d]: %s %s for %s\n", i+1, len(targets), tg.pkg, tg.name, perTarget)
+		if err := run(nil, "go", "test", tg.pkg, "-run", "^$", "-fuzz", "^"+tg.name+"$",
+			"-fuzztime", perTarget, "-fuzzminimizetime", "5s", "-parallel", "1"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Soak runs the long soak through the host: 10 minutes of the traffic mix at
+// a fixed rate, then 60 seconds of overload against the admission cap; it
+// fails on any unexpected answer or a gauge left above 0.
+func Soak() error {
+	mg.Deps(Build)
+	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_SOAK_SECONDS=600", "WAFGUARD_SOAK_OVERLOAD_SECONDS=60"},
+		"go", "test", "./faults", "-run", "^TestSoak_ci$", "-count=1", "-v", "-timeout", "30m")
+}
+
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in
 // blocking mode and admission on, in front of the built-in upstream; admin on
 // 127.0.0.1:8082. Stop it with Ctrl-C.

@@ -14,25 +14,20 @@ import (
 // request gets its expected status or a 429, and the open-transaction and
 // in-flight gauges are back to 0 at the end.
 //
-// WAFGUARD_SOAK_SECONDS overrides the steady duration for a longer local
-// run, and WAFGUARD_SOAK_HEAPPROFILE names a file for a heap profile taken
-// at the end; the long form for a mage target is Soak itself.
+// WAFGUARD_SOAK_SECONDS overrides the steady duration and
+// WAFGUARD_SOAK_OVERLOAD_SECONDS the overload duration for a longer run
+// ("go run mage.go soak" runs 600 and 60), and WAFGUARD_SOAK_HEAPPROFILE
+// names a file for a heap profile taken at the end.
 func TestSoak_ci(t *testing.T) {
 	b := pluginWasm(t)
 	if testing.Short() {
 		t.Skip("soak: skipped in -short mode")
 	}
-	d := 20 * time.Second
-	if s := os.Getenv("WAFGUARD_SOAK_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 || n > 3600 {
-			t.Fatalf("WAFGUARD_SOAK_SECONDS: got %q, want 1 to 3600", s)
-		}
-		d = time.Duration(n) * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d+2*time.Minute)
+	d := envSeconds(t, "WAFGUARD_SOAK_SECONDS", 20*time.Second)
+	over := envSeconds(t, "WAFGUARD_SOAK_OVERLOAD_SECONDS", 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d+over+2*time.Minute)
 	defer cancel()
-	cfg := SoakConfig{Wasm: b, Duration: d, Rate: 10, OverloadDuration: 3 * time.Second}
+	cfg := SoakConfig{Wasm: b, Duration: d, Rate: 10, OverloadDuration: over}
 	if p := os.Getenv("WAFGUARD_SOAK_HEAPPROFILE"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
@@ -55,4 +50,19 @@ func TestSoak_ci(t *testing.T) {
 	if r.Overload.ByStatus[429] == 0 {
 		t.Errorf("overload: no 429 with %d clients over a cap of 8: %v", 16, r.Overload.ByStatus)
 	}
+}
+
+// envSeconds reads a duration in whole seconds (1 to 3600) from the
+// environment variable name, or returns def when it is unset.
+func envSeconds(t *testing.T, name string, def time.Duration) time.Duration {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 3600 {
+		t.Fatalf("%s: got %q, want 1 to 3600", name, s)
+	}
+	return time.Duration(n) * time.Second
 }
