@@ -10,6 +10,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // FailurePolicy is what happens to streams once a VM has trapped, like
@@ -199,6 +200,7 @@ func (m *Module) NewVM(ctx context.Context, cfg PluginConfig) (*VM, error) {
 	}
 	vm := &VM{m: m, host: host, cfg: cfg, base: base, stk: make([]uint64, 8), allocStk: make([]uint64, 2)}
 	vm.ctx = context.WithValue(context.WithoutCancel(ctx), vmKey{}, vm)
+	vm.ctx = experimental.WithMemoryAllocator(vm.ctx, experimental.MemoryAllocatorFunc(newLinearMemory))
 	vm.mu.Lock()
 	defer vm.mu.Unlock()
 	if err := vm.load(); err != nil {
