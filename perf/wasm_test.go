@@ -193,3 +193,28 @@ func BenchmarkWasm_request(b *testing.B) {
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
 }
+
+// BenchmarkWasm_memory reports the VM's linear memory after the CRS is
+// loaded (start-MiB) and after b.N requests of a GET/JSON/SQLi rotation
+// (end-MiB), every tenth JSON body with fresh values. Linear memory never
+// shrinks, so end-MiB is the peak; flat means end-MiB does not move between
+// -benchtime 10000x and 100000x.
+//
+//	WAFGUARD_WASM=build/main.wasm go test ./perf -run '^$' -bench Wasm_memory -benchtime 10000x
+func BenchmarkWasm_memory(b *testing.B) {
+	vm := startVM(b, context.Background(), "")
+	start := vm.MemorySize()
+	i := 0
+	for b.Loop() {
+		r := requests[i%len(requests)]
+		if r.body != nil && i%10 == 0 {
+			r.body = freshJSONBody(10*1024, i)
+		}
+		if got := vm.Exchange(context.Background(), r.wasmRequest(), upstream).Status; got != r.wantStatus {
+			b.Fatalf("request %d (%s): status %d, want %d", i, r.name, got, r.wantStatus)
+		}
+		i++
+	}
+	b.ReportMetric(float64(start)/(1<<20), "start-MiB")
+	b.ReportMetric(float64(vm.MemorySize())/(1<<20), "end-MiB")
+}
