@@ -20,8 +20,11 @@ type Env struct {
 	WafhostBin  string // cmd/wafhost, built
 	MainWasm    string // build/main.wasm
 	PassWasm    string // the pass-through plugin, built
-	ReadyWait   time.Duration
-	Log         func(string)
+	// VMEnv are NAME=value environment variables of the WAF's VMs (the Go
+	// host's --vm-env; Envoy's vm_config.environment_variables).
+	VMEnv     []string
+	ReadyWait time.Duration
+	Log       func(string)
 }
 
 // Server is one system under test.
@@ -119,8 +122,13 @@ func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.WafhostBin,
-		"--wasm", wasm, "--config", cfg, "--listen", listen, "--admin", admin, "--upstream", env.UpstreamURL, "--concurrency", strconv.Itoa(max(s.VMs, 1)))
+	args := []string{"--wasm", wasm, "--config", cfg, "--listen", listen, "--admin", admin, "--upstream", env.UpstreamURL, "--concurrency", strconv.Itoa(max(s.VMs, 1))}
+	if s.ID != IDWasmPass {
+		for _, kv := range env.VMEnv {
+			args = append(args, "--vm-env", kv)
+		}
+	}
+	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.WafhostBin, args...)
 	if err != nil {
 		return nil, err
 	}

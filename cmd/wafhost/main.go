@@ -66,10 +66,20 @@ func run(args []string) error {
 		idle        = fs.Duration("stream-idle-timeout", 5*time.Minute, "how long a paused stream may wait (HCM stream_idle_timeout)")
 		stopIter    = fs.Bool("allow-on-headers-stop-iteration", false, "model allow_on_headers_stop_iteration: true (Envoy 1.35+)")
 		statsTags   stringList
+		vmEnv       stringList
 	)
+	fs.Var(&vmEnv, "vm-env", "environment variable `NAME=value` of every VM (vm_config.environment_variables; e.g. GOGC=200 for the guest's Go runtime), repeatable")
 	fs.Var(&statsTags, "stats-tags", "tag extractor `name=regex` for /stats/prometheus, repeatable; replaces the default set (env, rule_id, phase from envoy/envoy.yaml)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var env [][2]string
+	for _, kv := range vmEnv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--vm-env %q: want NAME=value", kv)
+		}
+		env = append(env, [2]string{k, v})
 	}
 	if *configFile != "" && *configJSON != "" {
 		return errors.New("--config and --config-json: give one of them")
@@ -154,7 +164,7 @@ func run(args []string) error {
 	start := time.Now()
 	pool, err := m.NewPool(ctx, wasmhost.PluginConfig{
 		Name: *name, RootID: *rootID, VMID: *vmID, Configuration: pluginConfig,
-		FailurePolicy: fp, ReloadBackoff: *backoff, AllowOnHeadersStopIteration: *stopIter,
+		FailurePolicy: fp, ReloadBackoff: *backoff, AllowOnHeadersStopIteration: *stopIter, Env: env,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ func TestRun_badFlags(t *testing.T) {
 		{[]string{"--concurrency", "0"}, `--concurrency: got 0, want 1 or more`},
 		{[]string{"--config", "a.json", "--config-json", "{}"}, `--config and --config-json: give one of them`},
 		{[]string{"--stats-tags", "rule_id"}, `--stats-tags: stats tag 0 "rule_id": want tag_name=regex`},
+		{[]string{"--vm-env", "GOGC"}, `--vm-env "GOGC": want NAME=value`},
+		{[]string{"--vm-env", "=1"}, `--vm-env "=1": want NAME=value`},
 		{[]string{"--upstream", "localhost:80"}, `--upstream: upstream "localhost:80": want an absolute http:// or https:// URL`},
 	}
 	for _, c := range cases {

@@ -75,6 +75,7 @@ type options struct {
 	drain              time.Duration
 	readyWait          time.Duration
 	verify             bool
+	vmEnv              string
 }
 
 func run() int {
@@ -100,6 +101,7 @@ func run() int {
 	flag.DurationVar(&o.drain, "drain", 30*time.Second, "how long requests in flight may still take after a loop ends; then they are aborted (not counted)")
 	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "the whole run stops after this")
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
+	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -164,6 +166,9 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 		return nil, err
 	}
 	env := &bench.Env{WorkDir: work, ServerCPU: o.serverCPU, Self: self, ReadyWait: o.readyWait, Log: func(s string) { logf("%s", s) }}
+	if o.vmEnv != "" {
+		env.VMEnv = strings.Split(o.vmEnv, ",")
+	}
 
 	r := &bench.Report{
 		Started: began, Command: "go run ./bench/cmd/bench " + strings.Join(os.Args[1:], " "),
