@@ -526,9 +526,7 @@ func TestJSONDepth_feed(t *testing.T) {
 
 // badOpsConfigCases map each refused operability setting to the exact
 // critical log line.
-var badOpsConfigCases = []struct {
-	name, config, want string
-}{
+var badOpsConfigCases = []badConfigCase{
 	{"top n negative", `{"directives_map": {"a": []}, "default_directives": "a", "rule_metrics_top_n": -1}`,
 		`rule_metrics_top_n: got -1, want 0 (only the "other" counter) to 1000`},
 	{"depth too large", `{"directives_map": {"a": []}, "default_directives": "a", "request_json_max_depth": 100001}`,
@@ -558,18 +556,5 @@ var badOpsConfigCases = []struct {
 }
 
 func TestPlugin_badOperabilityConfig(t *testing.T) {
-	forEachRunner(t, func(t *testing.T, r runner) {
-		for _, tc := range badOpsConfigCases {
-			t.Run(tc.name, func(t *testing.T) {
-				p, err := r.load(t, tc.config)
-				if err == nil {
-					p.close()
-					t.Fatalf("load: got no error, want %q", tc.want)
-				}
-				if err.Error() != tc.want {
-					t.Errorf("load error:\ngot  %s\nwant %s", err, tc.want)
-				}
-			})
-		}
-	})
+	testBadConfigs(t, badOpsConfigCases)
 }

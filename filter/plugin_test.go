@@ -370,9 +370,11 @@ func hasLog(logs []string, prefix, substr string) bool {
 
 // badConfigCases map each refused configuration to the exact critical log
 // line the plugin start fails with.
-var badConfigCases = []struct {
-	name, config, want string
-}{
+// badConfigCase is a configuration the plugin must refuse, with the exact
+// error it must refuse it with.
+type badConfigCase struct{ name, config, want string }
+
+var badConfigCases = []badConfigCase{
 	{
 		name:   "unknown key",
 		config: `{"directives": {"a": []}}`,
@@ -441,8 +443,14 @@ var badConfigCases = []struct {
 }
 
 func TestPlugin_badConfig(t *testing.T) {
+	testBadConfigs(t, badConfigCases)
+}
+
+// testBadConfigs loads each case on both runners and checks the exact error.
+func testBadConfigs(t *testing.T, cases []badConfigCase) {
+	t.Helper()
 	forEachRunner(t, func(t *testing.T, r runner) {
-		for _, tc := range badConfigCases {
+		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				p, err := r.load(t, tc.config)
 				if err == nil {
