@@ -1,16 +1,16 @@
 package filter
 
 import (
-	"bytes"
 	"io"
 	"log"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+
+	"github.com/wafguard/wafguard/internal/benchreq"
 )
 
 // The benchmarks compare one request through the plugin (driven by the
@@ -24,59 +24,10 @@ import (
 //
 // TestBenchmarkSetup checks that each request gets the expected verdict.
 
-type benchRequest struct {
-	name       string
-	method     string
-	path       string
-	headers    [][2]string
-	body       []byte
-	wantStatus int
-}
+type benchRequest = benchreq.Request
 
-var benchRequests = []benchRequest{
-	{
-		name: "benign_get", method: "GET", path: "/products/42?page=2&sort=price",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"}, {"accept-language", "en"},
-		},
-		wantStatus: 200,
-	},
-	{
-		name: "json_post_10kb", method: "POST", path: "/api/orders",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "application/json"},
-			{"content-type", "application/json"}, {"content-length", "10240"},
-		},
-		body:       jsonBody(10 * 1024),
-		wantStatus: 200,
-	},
-	{
-		name: "sqli_get", method: "GET", path: "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"},
-		},
-		wantStatus: 403,
-	},
-}
-
-// jsonBody returns a benign JSON document of n bytes: items with an id and a
-// 200-byte description, about 90 arguments for 10 KiB.
-func jsonBody(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"items": [`)
-	for i := 0; b.Len() < n-64; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"id": ` + strconv.Itoa(i) + `, "description": "` + strings.Repeat("fresh organic produce from local farms ", 5) + `"}`)
-	}
-	b.WriteString(`], "note": "deliver before noon"`)
-	for b.Len() < n-1 {
-		b.WriteByte(' ')
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
+// benchRequests are the requests perf/ sends to the .wasm too.
+var benchRequests = benchreq.Requests()
 
 var benchResponseHeaders = [][2]string{{":status", "200"}, {"content-type", "text/html"}, {"content-length", "12"}}
 
@@ -85,12 +36,12 @@ var benchResponseHeaders = [][2]string{{":status", "200"}, {"content-type", "tex
 func emulatorRequest(host proxytest.HostEmulator, r *benchRequest, reqHeaders [][2]string) int {
 	id := host.InitializeHttpContext()
 	defer host.CompleteHttpContext(id)
-	host.CallOnRequestHeaders(id, reqHeaders, r.body == nil)
+	host.CallOnRequestHeaders(id, reqHeaders, r.Body == nil)
 	if lr := host.GetSentLocalResponse(id); lr != nil {
 		return int(lr.StatusCode)
 	}
-	if r.body != nil {
-		host.CallOnRequestBody(id, r.body, true)
+	if r.Body != nil {
+		host.CallOnRequestBody(id, r.Body, true)
 		if lr := host.GetSentLocalResponse(id); lr != nil {
 			return int(lr.StatusCode)
 		}
@@ -107,8 +58,8 @@ func emulatorRequest(host proxytest.HostEmulator, r *benchRequest, reqHeaders []
 
 func requestHeaders(r *benchRequest) [][2]string {
 	return append([][2]string{
-		{":method", r.method}, {":path", r.path}, {":authority", "shop.example.com"}, {":scheme", "https"},
-	}, r.headers...)
+		{":method", r.Method}, {":path", r.Path}, {":authority", "shop.example.com"}, {":scheme", "https"},
+	}, r.Headers...)
 }
 
 // corazaRequest runs the same request through Coraza directly, as a connector
@@ -120,16 +71,16 @@ func corazaRequest(waf coraza.WAF, r *benchRequest) int {
 		tx.Close()
 	}()
 	tx.ProcessConnection("10.1.2.3", 43210, "10.0.0.1", 8080)
-	tx.ProcessURI(r.path, r.method, "HTTP/1.1")
-	for _, h := range r.headers {
+	tx.ProcessURI(r.Path, r.Method, "HTTP/1.1")
+	for _, h := range r.Headers {
 		tx.AddRequestHeader(h[0], h[1])
 	}
 	tx.AddRequestHeader("Host", "shop.example.com")
 	if it := tx.ProcessRequestHeaders(); it != nil {
 		return it.Status
 	}
-	if r.body != nil {
-		if it, _, err := tx.WriteRequestBody(r.body); it != nil || err != nil {
+	if r.Body != nil {
+		if it, _, err := tx.WriteRequestBody(r.Body); it != nil || err != nil {
 			return 413
 		}
 	}
@@ -203,11 +154,11 @@ func TestBenchmarkSetup(t *testing.T) {
 	waf := crsWAF(t)
 	for i := range benchRequests {
 		r := &benchRequests[i]
-		if got := emulatorRequest(host, r, requestHeaders(r)); got != r.wantStatus {
-			t.Errorf("%s through the plugin: got status %d, want %d", r.name, got, r.wantStatus)
+		if got := emulatorRequest(host, r, requestHeaders(r)); got != r.WantStatus {
+			t.Errorf("%s through the plugin: got status %d, want %d", r.Name, got, r.WantStatus)
 		}
-		if got := corazaRequest(waf, r); got != r.wantStatus {
-			t.Errorf("%s through Coraza: got status %d, want %d", r.name, got, r.wantStatus)
+		if got := corazaRequest(waf, r); got != r.WantStatus {
+			t.Errorf("%s through Coraza: got status %d, want %d", r.Name, got, r.WantStatus)
 		}
 	}
 	if v, err := host.GetGaugeMetric(metricActive); err != nil || v != 0 {
@@ -222,10 +173,10 @@ func BenchmarkPlugin_request(b *testing.B) {
 	for i := range benchRequests {
 		r := &benchRequests[i]
 		headers := requestHeaders(r)
-		b.Run(r.name, func(b *testing.B) {
+		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
-			if r.body != nil {
-				b.SetBytes(int64(len(r.body)))
+			if r.Body != nil {
+				b.SetBytes(int64(len(r.Body)))
 			}
 			for b.Loop() {
 				emulatorRequest(host, r, headers)
@@ -242,10 +193,10 @@ func BenchmarkCoraza_request(b *testing.B) {
 	waf := crsWAF(b)
 	for i := range benchRequests {
 		r := &benchRequests[i]
-		b.Run(r.name, func(b *testing.B) {
+		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
-			if r.body != nil {
-				b.SetBytes(int64(len(r.body)))
+			if r.Body != nil {
+				b.SetBytes(int64(len(r.Body)))
 			}
 			for b.Loop() {
 				corazaRequest(waf, r)
@@ -281,7 +232,7 @@ func BenchmarkPlugin_overhead(b *testing.B) {
 	for i := range benchRequests {
 		r := &benchRequests[i]
 		headers := requestHeaders(r)
-		b.Run(r.name, func(b *testing.B) {
+		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				emulatorRequest(host, r, headers)
@@ -302,7 +253,7 @@ func BenchmarkCoraza_overhead(b *testing.B) {
 	waf := sets["rules"].waf
 	for i := range benchRequests {
 		r := &benchRequests[i]
-		b.Run(r.name, func(b *testing.B) {
+		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				corazaRequest(waf, r)

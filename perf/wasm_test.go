@@ -1,15 +1,14 @@
 package perf
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/wafguard/wafguard/internal/benchreq"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -21,78 +20,9 @@ func wasmPath() string {
 	return filepath.Join("..", "build", "main.wasm")
 }
 
-// The requests of filter/bench_test.go: a benign GET, a 10 KiB benign JSON
-// POST, and a SQL injection in the query string.
-type request struct {
-	name       string
-	method     string
-	path       string
-	headers    [][2]string
-	body       []byte
-	wantStatus int
-}
-
-var requests = []request{
-	{
-		name: "benign_get", method: "GET", path: "/products/42?page=2&sort=price",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"}, {"accept-language", "en"},
-		},
-		wantStatus: 200,
-	},
-	{
-		name: "json_post_10kb", method: "POST", path: "/api/orders",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "application/json"},
-			{"content-type", "application/json"}, {"content-length", "10240"},
-		},
-		body:       jsonBody(10 * 1024),
-		wantStatus: 200,
-	},
-	{
-		name: "sqli_get", method: "GET", path: "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
-		headers: [][2]string{
-			{"user-agent", "Mozilla/5.0 (X11; Linux x86_64)"}, {"accept", "text/html"},
-		},
-		wantStatus: 403,
-	},
-}
-
-func jsonBody(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"items": [`)
-	for i := 0; b.Len() < n-64; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"id": ` + strconv.Itoa(i) + `, "description": "` + strings.Repeat("fresh organic produce from local farms ", 5) + `"}`)
-	}
-	b.WriteString(`], "note": "deliver before noon"`)
-	for b.Len() < n-1 {
-		b.WriteByte(' ')
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
-
-// freshJSONBody is jsonBody(n) with every description made unique by
-// salt, so that results remembered from earlier requests do not help.
-func freshJSONBody(n, salt int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"items": [`)
-	for i := 0; b.Len() < n-64; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`{"id": ` + strconv.Itoa(i) + `, "description": "lot ` + strconv.Itoa(salt) + `-` + strconv.Itoa(i) + ` ` + strings.Repeat("fresh organic produce from local farms ", 5) + `"}`)
-	}
-	b.WriteString(`], "note": "deliver before noon ` + strconv.Itoa(salt) + `"`)
-	for b.Len() < n-1 {
-		b.WriteByte(' ')
-	}
-	b.WriteByte('}')
-	return b.Bytes()
-}
+// requests are those filter/'s benchmarks send natively: a benign GET, a
+// 10 KiB benign JSON POST, and a SQL injection in the query string.
+var requests = benchreq.Requests()
 
 // crsConfig is the built-in rule set: recommended settings, blocking, CRS.
 const crsConfig = `{}`
@@ -104,13 +34,13 @@ var upstream = wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamReq
 		Body: [][]byte{[]byte("<p>hello</p>")}}, nil
 })
 
-func (r *request) wasmRequest() *wasmhost.Request {
+func wasmRequest(r *benchreq.Request) *wasmhost.Request {
 	req := &wasmhost.Request{
-		Headers: append([][2]string{{":method", r.method}, {":path", r.path}, {":authority", "shop.example.com"}, {":scheme", "https"}}, r.headers...),
+		Headers: append([][2]string{{":method", r.Method}, {":path", r.Path}, {":authority", "shop.example.com"}, {":scheme", "https"}}, r.Headers...),
 		Info:    info,
 	}
-	if r.body != nil {
-		req.Body = [][]byte{r.body}
+	if r.Body != nil {
+		req.Body = [][]byte{r.Body}
 	}
 	return req
 }
@@ -164,11 +94,11 @@ func BenchmarkWasm_request(b *testing.B) {
 	vm := startVM(b, context.Background(), "")
 	for i := range requests {
 		r := &requests[i]
-		req := r.wasmRequest()
-		b.Run(r.name, func(b *testing.B) {
+		req := wasmRequest(r)
+		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
-			if got := vm.Exchange(context.Background(), req, upstream).Status; got != r.wantStatus {
-				b.Fatalf("status %d, want %d", got, r.wantStatus)
+			if got := vm.Exchange(context.Background(), req, upstream).Status; got != r.WantStatus {
+				b.Fatalf("status %d, want %d", got, r.WantStatus)
 			}
 			cpu0 := cpuTime()
 			for b.Loop() {
@@ -185,9 +115,9 @@ func BenchmarkWasm_request(b *testing.B) {
 		cpu0 := cpuTime()
 		for b.Loop() {
 			salt++
-			r.body = freshJSONBody(10*1024, salt)
-			if got := vm.Exchange(context.Background(), r.wasmRequest(), upstream).Status; got != r.wantStatus {
-				b.Fatalf("status %d, want %d", got, r.wantStatus)
+			r.Body = benchreq.FreshJSONBody(10*1024, salt)
+			if got := vm.Exchange(context.Background(), wasmRequest(&r), upstream).Status; got != r.WantStatus {
+				b.Fatalf("status %d, want %d", got, r.WantStatus)
 			}
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
@@ -207,11 +137,11 @@ func BenchmarkWasm_memory(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		r := requests[i%len(requests)]
-		if r.body != nil && i%10 == 0 {
-			r.body = freshJSONBody(10*1024, i)
+		if r.Body != nil && i%10 == 0 {
+			r.Body = benchreq.FreshJSONBody(10*1024, i)
 		}
-		if got := vm.Exchange(context.Background(), r.wasmRequest(), upstream).Status; got != r.wantStatus {
-			b.Fatalf("request %d (%s): status %d, want %d", i, r.name, got, r.wantStatus)
+		if got := vm.Exchange(context.Background(), wasmRequest(&r), upstream).Status; got != r.WantStatus {
+			b.Fatalf("request %d (%s): status %d, want %d", i, r.Name, got, r.WantStatus)
 		}
 		i++
 	}
