@@ -183,6 +183,20 @@ func BenchmarkPlugin_request(b *testing.B) {
 			}
 		})
 	}
+	// The JSON POST again with values no earlier request had, as
+	// json_post_10kb_fresh in perf/.
+	r := benchRequests[1]
+	salt := 0
+	b.Run("json_post_10kb_fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			salt++
+			r.Body = benchreq.FreshJSONBody(10*1024, salt)
+			if got := emulatorRequest(host, &r, requestHeaders(&r)); got != r.WantStatus {
+				b.Fatalf("status %d, want %d", got, r.WantStatus)
+			}
+		}
+	})
 }
 
 func BenchmarkCoraza_request(b *testing.B) {

@@ -25,6 +25,7 @@ import (
 type rx struct {
 	re     *regexp.Regexp
 	filter *literalFilter // nil: no usable literal
+	dfa    *dfa           // nil: the regexp alone
 }
 
 // compiledRx is what the memoizer shares between rules with the same
@@ -32,6 +33,7 @@ type rx struct {
 type compiledRx struct {
 	re     *regexp.Regexp
 	filter *literalFilter
+	dfa    *dfa
 }
 
 func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
@@ -48,13 +50,18 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		if parsed, err := syntax.Parse(expr, syntax.Perl); err == nil {
 			c.filter = newLiteralFilter(parsed)
 		}
+		if rxAutomaton {
+			if prog, err := compileProg(expr); err == nil {
+				c.dfa = newDFA(prog)
+			}
+		}
 		return c, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	c := v.(*compiledRx)
-	return &rx{re: c.re, filter: c.filter}, nil
+	return &rx{re: c.re, filter: c.filter, dfa: c.dfa}, nil
 }
 
 func (o *rx) Evaluate(tx plugintypes.TransactionState, value string) bool {
@@ -67,7 +74,7 @@ func (o *rx) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	}
 	r, ok := rxMemo.get(o.re, value)
 	if !ok || (r.matched && capturing && r.pos == nil) {
-		r = memoResult{matched: o.re.MatchString(value)}
+		r = memoResult{matched: o.matches(value)}
 		if r.matched && capturing {
 			r.pos = o.re.FindStringSubmatchIndex(value)
 		}
@@ -82,7 +89,7 @@ func (o *rx) Evaluate(tx plugintypes.TransactionState, value string) bool {
 // match runs the regexp, without submatches unless the rule captures and
 // the value matches.
 func (o *rx) match(tx plugintypes.TransactionState, capturing bool, value string) bool {
-	if !o.re.MatchString(value) {
+	if !o.matches(value) {
 		return false
 	}
 	if !capturing {
@@ -92,6 +99,20 @@ func (o *rx) match(tx plugintypes.TransactionState, capturing bool, value string
 	capture(tx, len(m)/2, func(i int) (int, int) { return m[2*i], m[2*i+1] }, value)
 	return true
 }
+
+// matches reports whether the regexp matches value, through the automaton
+// when there is one and its cache holds out.
+func (o *rx) matches(value string) bool {
+	if o.dfa != nil {
+		if m, ok := o.dfa.match(value); ok {
+			return m
+		}
+	}
+	return o.re.MatchString(value)
+}
+
+// rxAutomaton turns the lazy automaton on; tests compare with it off.
+var rxAutomaton = true
 
 // capture sets capture fields 0..min(n,9)-1 (TX.0, the whole match, to
 // TX.8), as the built-in operator does, from the submatch positions: the
