@@ -199,6 +199,38 @@ func BenchmarkPlugin_request(b *testing.B) {
 	})
 }
 
+// BenchmarkPlugin_pool is perf's BenchmarkWasm_pool natively: the bench's
+// traffic through the plugin, per class and as the mix.
+func BenchmarkPlugin_pool(b *testing.B) {
+	quietLogs(b)
+	pool, err := benchreq.Pool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, reset := startBenchPlugin(b)
+	defer reset()
+	for _, class := range append(benchreq.PoolClasses, "mix") {
+		var reqs []*benchRequest
+		var headers [][][2]string
+		for i := range pool {
+			if class == "mix" || pool[i].Name == class {
+				reqs = append(reqs, &pool[i])
+				headers = append(headers, requestHeaders(&pool[i]))
+			}
+		}
+		b.Run(class, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if got := emulatorRequest(host, reqs[i], headers[i]); got != reqs[i].WantStatus {
+					b.Fatalf("%s %s: status %d, want %d", reqs[i].Method, reqs[i].Path, got, reqs[i].WantStatus)
+				}
+				i = (i + 1) % len(reqs)
+			}
+		})
+	}
+}
+
 func BenchmarkCoraza_request(b *testing.B) {
 	quietLogs(b)
 	// The WAF's error callback logs through proxywasm, which needs a host.

@@ -51,9 +51,7 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 			c.filter = newLiteralFilter(parsed)
 		}
 		if rxAutomaton {
-			if prog, err := compileProg(expr); err == nil {
-				c.dfa = newDFA(prog)
-			}
+			c.dfa = newLazyDFA(expr)
 		}
 		return c, nil
 	})

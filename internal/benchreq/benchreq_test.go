@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,30 @@ func TestJSONBody(t *testing.T) {
 	}
 	if !bytes.Contains(FreshJSONBody(1024, 7), []byte(`"lot 7-0 fresh`)) || bytes.Contains(JSONBody(1024), []byte("lot ")) {
 		t.Error("salt placement")
+	}
+}
+
+func TestPool(t *testing.T) {
+	reqs, err := Pool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range reqs {
+		count[r.Name]++
+		for _, h := range r.Headers {
+			if h[0] == "host" || h[0] != strings.ToLower(h[0]) {
+				t.Errorf("%s %s: header %q, want lower-case names without host", r.Method, r.Path, h[0])
+			}
+		}
+		if (r.Name == "attack") != (r.WantStatus == 403) {
+			t.Errorf("%s %s: class %s wants %d", r.Method, r.Path, r.Name, r.WantStatus)
+		}
+		if r.Name == "benign_json" && len(r.Body) < 5000 {
+			t.Errorf("%s: JSON body of %d bytes, want 5-25 KB", r.Path, len(r.Body))
+		}
+	}
+	if count["benign_get"] != 140 || count["benign_json"] != 40 || count["attack"] != 20 {
+		t.Errorf("classes %v, want 140/40/20", count)
 	}
 }
