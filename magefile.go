@@ -28,9 +28,6 @@ const (
 	buildTags = "no_fs_access,memoize_builders"
 )
 
-// wasmSources are the paths whose Go files make up build/main.wasm.
-var wasmSources = []string{".", "filter", "admission"}
-
 // Build compiles the plugin to build/main.wasm when it is missing or older than its sources.
 func Build() error {
 	stale, err := wasmStale()
@@ -77,7 +74,11 @@ func wasmStale() (bool, error) {
 	if newer("go.mod") || newer("go.sum") {
 		return true, nil
 	}
-	for _, dir := range wasmSources {
+	dirs, err := wasmSources()
+	if err != nil {
+		return false, err
+	}
+	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return false, err
@@ -93,6 +94,29 @@ func wasmStale() (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// wasmSources lists the directories of this module's packages that
+// build/main.wasm is built from (the main package and everything it
+// imports from this module, asked of go list for the wasm target).
+func wasmSources() ([]string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-tags", buildTags, "-f", "{{if not .Standard}}{{.Dir}}{{end}}", ".")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("build: go list of the plugin's packages: %w", err)
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, dir := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if dir == root || strings.HasPrefix(dir, root+string(filepath.Separator)) {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs, nil
 }
 
 // Lint checks formatting (gofmt) and runs go vet. (The wasm target is

@@ -81,7 +81,14 @@ func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.Close(context.Background()) })
-	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig), Env: guestEnv()})
+	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig), Env: guestEnv(),
+		LogSink: func(e wasmhost.LogEntry) {
+			// Errors (a trap's message among them) show with
+			// the failure they explain.
+			if e.Level >= wasmhost.LevelError {
+				tb.Logf("plugin log: %s", e.Message)
+			}
+		}})
 	if err != nil {
 		tb.Fatal(err)
 	}
