@@ -17,9 +17,10 @@ import (
 //
 //   - a literal filter (see literalFilter) rejects, in one pass without
 //     allocating, values that lack every literal a match must contain;
-//   - when the rule captures, the value is first matched without
-//     submatches, which is cheaper, and the submatch positions are only
-//     computed for values that match;
+//   - the match itself is a yes/no question answered by a lazily built
+//     DFA (see dfa) in one pass, instead of the regexp's NFA simulation;
+//   - when the rule captures, the submatch positions are only computed,
+//     by the regexp, for values that match;
 //   - outcomes for values of memoizable length are remembered per VM (see
 //     memo), so a value seen before is not matched again.
 type rx struct {
