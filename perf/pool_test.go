@@ -14,9 +14,10 @@ import (
 // cycling through the whole pool in its order (70% GET, 20% JSON POST of
 // 5-25 KB, 10% attacks). Its cpu-ns/op is the per-request cost behind the
 // bench's closed-loop figure; compare with BenchmarkPlugin_pool in
-// filter/ (native):
+// filter/ (native). linear-MiB is the VM's linear memory after the
+// sub-benchmark (its peak so far; the sub-benchmarks share one VM):
 //
-//	WAFGUARD_WASM=build/main.wasm go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
+//	go run mage.go build && go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
 func BenchmarkWasm_pool(b *testing.B) {
 	pool, err := benchreq.Pool()
 	if err != nil {
@@ -34,6 +35,8 @@ func BenchmarkWasm_pool(b *testing.B) {
 			i = (i + 1) % len(reqs)
 		}
 		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		// Linear memory never shrinks: this is the VM's peak so far.
+		b.ReportMetric(float64(vm.MemorySize())/(1<<20), "linear-MiB")
 	}
 	for _, class := range append(benchreq.PoolClasses, "mix") {
 		var reqs []*wasmhost.Request

@@ -12,9 +12,14 @@ import (
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
-// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set.
+// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set (a relative
+// path is taken from the repository root, where the command was typed, when
+// it does not exist here in perf/).
 func wasmPath() string {
 	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
+		if _, err := os.Stat(p); err != nil && !filepath.IsAbs(p) {
+			return filepath.Join("..", p)
+		}
 		return p
 	}
 	return filepath.Join("..", "build", "main.wasm")
@@ -137,7 +142,7 @@ func BenchmarkWasm_request(b *testing.B) {
 // shrinks, so end-MiB is the peak; flat means end-MiB does not move between
 // -benchtime 10000x and 100000x.
 //
-//	WAFGUARD_WASM=build/main.wasm go test ./perf -run '^$' -bench Wasm_memory -benchtime 10000x
+//	go run mage.go build && go test ./perf -run '^$' -bench Wasm_memory -benchtime 10000x
 func BenchmarkWasm_memory(b *testing.B) {
 	vm := startVM(b, context.Background(), "")
 	start := vm.MemorySize()
