@@ -36,8 +36,8 @@ import (
 // VM, which runs one stream callback at a time).
 type dfa struct {
 	mu     sync.Mutex
-	expr   string // the pattern, until prog is compiled
-	broken bool   // expr does not compile
+	expr   string
+	broken bool // expr does not compile
 	prog   *syntax.Prog
 	class  [utf8.RuneSelf]uint8 // ASCII byte -> class
 	rep    []rune               // class -> one byte of it, as a rune
@@ -96,40 +96,31 @@ var (
 	dfaHeld   int
 )
 
-// newDFA prepares the automaton for prog; no state is built yet.
-func newDFA(prog *syntax.Prog) *dfa {
-	d := &dfa{prog: prog}
-	d.reset()
-	return d
-}
-
-// newLazyDFA is newDFA for expr, compiled on first use (most patterns of a
-// rule set never see a value that passes their literal filter, and VM
-// start is on the critical path of a config reload).
+// newLazyDFA prepares the automaton for expr. Nothing is compiled or built
+// until the first match: most patterns of a rule set never see a value that
+// passes their literal filter, and VM start is on the critical path of a
+// configuration reload.
 func newLazyDFA(expr string) *dfa {
 	d := &dfa{expr: expr}
 	d.reset()
 	return d
 }
 
-// prepare compiles the program if that was left for the first use, and
-// makes the tables; false if the pattern does not compile (the regexp then
-// answers).
+// prepare compiles the program and makes the tables on first use; false
+// if the pattern does not compile (the regexp then answers).
 func (d *dfa) prepare() bool {
 	if d.rep != nil {
 		return true
 	}
-	if d.prog == nil {
-		if d.broken {
-			return false
-		}
-		prog, err := compileProg(d.expr)
-		if err != nil {
-			d.broken = true
-			return false
-		}
-		d.prog = prog
+	if d.broken {
+		return false
 	}
+	prog, err := compileProg(d.expr)
+	if err != nil {
+		d.broken = true
+		return false
+	}
+	d.prog = prog
 	d.seen = newSparseSet(len(d.prog.Inst))
 	d.classify()
 	return true

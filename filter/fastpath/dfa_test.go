@@ -13,11 +13,7 @@ func compileDFA(t testing.TB, expr string) (*regexp.Regexp, *dfa) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := compileProg(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return re, newDFA(prog)
+	return re, newLazyDFA(expr)
 }
 
 // checkSame fails when the automaton and the regexp disagree on v.
@@ -72,11 +68,7 @@ func TestDFA_crs(t *testing.T) {
 		if err != nil {
 			continue // byte patterns
 		}
-		prog, err := compileProg(expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := newDFA(prog)
+		d := newLazyDFA(expr)
 		patterns++
 		for _, v := range corpus {
 			if len(v) > 4096 {
@@ -192,11 +184,10 @@ func FuzzDFA(f *testing.F) {
 		if err != nil {
 			return
 		}
-		prog, err := compileProg(expr)
-		if err != nil || len(prog.Inst) > 2000 {
+		if prog, err := compileProg(expr); err != nil || len(prog.Inst) > 2000 {
 			return
 		}
-		d := newDFA(prog)
+		d := newLazyDFA(expr)
 		checkSame(t, expr, re, d, v)
 		checkSame(t, expr, re, d, v)
 		d.reset()

@@ -26,7 +26,7 @@ import (
 type rx struct {
 	re     *regexp.Regexp
 	filter *literalFilter // nil: no usable literal
-	dfa    *dfa           // nil: the regexp alone
+	dfa    *dfa
 }
 
 // compiledRx is what the memoizer shares between rules with the same
@@ -51,9 +51,7 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		if parsed, err := syntax.Parse(expr, syntax.Perl); err == nil {
 			c.filter = newLiteralFilter(parsed)
 		}
-		if rxAutomaton {
-			c.dfa = newLazyDFA(expr)
-		}
+		c.dfa = newLazyDFA(expr)
 		return c, nil
 	})
 	if err != nil {
@@ -99,19 +97,14 @@ func (o *rx) match(tx plugintypes.TransactionState, capturing bool, value string
 	return true
 }
 
-// matches reports whether the regexp matches value, through the automaton
-// when there is one and its cache holds out.
+// matches reports whether the regexp matches value: the automaton's
+// answer, or the regexp's when the automaton's cache ran out.
 func (o *rx) matches(value string) bool {
-	if o.dfa != nil {
-		if m, ok := o.dfa.match(value); ok {
-			return m
-		}
+	if m, ok := o.dfa.match(value); ok {
+		return m
 	}
 	return o.re.MatchString(value)
 }
-
-// rxAutomaton turns the lazy automaton on; tests compare with it off.
-var rxAutomaton = true
 
 // capture sets capture fields 0..min(n,9)-1 (TX.0, the whole match, to
 // TX.8), as the built-in operator does, from the submatch positions: the
