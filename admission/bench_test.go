@@ -51,21 +51,15 @@ func TestBenchSetup(t *testing.T) {
 //
 //	go test ./admission -run '^$' -bench BenchmarkGuard -count 10 > new.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
-func BenchmarkGuard_reject(b *testing.B) {
-	g, next := benchSetup(b, 9, true)
-	s := &stream{}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		*s = stream{g: g, next: next, ai: -1}
-		s.OnHttpRequestHeaders(3, true)
-		s.OnHttpStreamDone()
-	}
-}
+func BenchmarkGuard_reject(b *testing.B) { benchStreams(b, true) }
 
 // BenchmarkGuard_admitRelease: see BenchmarkGuard_reject.
-func BenchmarkGuard_admitRelease(b *testing.B) {
-	g, next := benchSetup(b, 9, false)
+func BenchmarkGuard_admitRelease(b *testing.B) { benchStreams(b, false) }
+
+// benchStreams runs one stream's headers and end per iteration, against a
+// guard at its cap (full) or with room.
+func benchStreams(b *testing.B, full bool) {
+	g, next := benchSetup(b, 9, full)
 	s := &stream{}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -355,6 +355,13 @@ func TestGuard_acquireReleaseAllocs(t *testing.T) {
 	g.host = h
 	full := newTestGuard(t, `{"max_inflight": 1}`, p.store("full"), m, h, clk)
 	full.acquire(-1)
+	checkRejectAllocs(t, full)
+}
+
+// checkRejectAllocs fails unless a stream that full (a guard at its cap)
+// rejects costs no allocation and never creates the inner context.
+func checkRejectAllocs(t *testing.T, full *Guard) {
+	t.Helper()
 	inner := &innerFactory{}
 	next := inner.new
 	s := &stream{g: full, next: next, ai: -1}

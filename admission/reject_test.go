@@ -79,15 +79,5 @@ func TestGuard_customRejectAllocs(t *testing.T) {
 	full := newTestGuard(t, `{"max_inflight": 1, "retry_after_seconds": 1, "retry_after_max_seconds": 1, "reject_body": "busy",
 		"reject_headers": {"x-reason": "overload"}}`, p.store("full"), m, h, clk)
 	full.acquire(-1)
-	inner := &innerFactory{}
-	next := inner.new
-	s := &stream{g: full, next: next, ai: -1}
-	allocs := testing.AllocsPerRun(1000, func() {
-		*s = stream{g: full, next: next, ai: -1}
-		s.OnHttpRequestHeaders(3, true)
-		s.OnHttpStreamDone()
-	})
-	if allocs != 0 || inner.created != 0 {
-		t.Errorf("%v allocs per rejected stream (inner created %d), want 0", allocs, inner.created)
-	}
+	checkRejectAllocs(t, full)
 }
