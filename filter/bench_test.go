@@ -127,9 +127,12 @@ func startPluginWith(tb testing.TB, config string) (proxytest.HostEmulator, func
 	return host, reset
 }
 
-func crsWAF(tb testing.TB) coraza.WAF {
+func crsWAF(tb testing.TB) coraza.WAF { return wafFor(tb, crsConfig) }
+
+// wafFor compiles config's rule set as the plugin would, without a host.
+func wafFor(tb testing.TB, config string) coraza.WAF {
 	tb.Helper()
-	cfg, err := ParseConfig([]byte(crsConfig))
+	cfg, err := ParseConfig([]byte(config))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -288,15 +291,7 @@ func BenchmarkPlugin_overhead(b *testing.B) {
 }
 
 func BenchmarkCoraza_overhead(b *testing.B) {
-	cfg, err := ParseConfig([]byte(noRulesConfig))
-	if err != nil {
-		b.Fatal(err)
-	}
-	sets, err := buildRuleSets(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	waf := sets["rules"].waf
+	waf := wafFor(b, noRulesConfig)
 	for i := range benchRequests {
 		r := &benchRequests[i]
 		b.Run(r.Name, func(b *testing.B) {
