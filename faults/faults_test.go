@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -20,7 +21,7 @@ import (
 // connection, or stalls until the client gives up. The client gets the
 // router's 503 and the stream's transaction and slot are released.
 func TestFaults_upstream(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	vm, host := startVM(t, b, wasmhost.Options{}, SmallRules, wasmhost.FailClosed)
 	cases := []struct {
 		name    string
@@ -91,7 +92,7 @@ func (e *errAfter) Read(p []byte) (int, error) {
 // upstream gets nothing, the stream ends without a response, and the
 // transaction and slot are released.
 func TestFaults_clientAbort(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	vm, host := startVM(t, b, wasmhost.Options{}, SmallRules, wasmhost.FailClosed)
 	form := [2]string{"content-type", "application/x-www-form-urlencoded"}
 	upstreamCalled := false
@@ -140,7 +141,7 @@ func TestFaults_clientAbort(t *testing.T) {
 // (Envoy's buffer-limit reply), nothing reaches the upstream, and nothing
 // leaks. Bodies just under the limit pass.
 func TestFaults_bufferLimit(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	const limit = 16 << 10
 	vm, host := startVM(t, b, wasmhost.Options{BufferLimit: limit}, SmallRules, wasmhost.FailClosed)
 	form := [2]string{"content-type", "application/x-www-form-urlencoded"}
@@ -194,7 +195,7 @@ var trapOnce struct {
 // sends x-panic. The production plugin has no way to trap on purpose.
 func trapPlugin(t testing.TB) []byte {
 	t.Helper()
-	pluginWasm(t) // same skip rule as the other wasm tests
+	plugintest.Read(t) // same skip rule as the other wasm tests
 	trapOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "faults-trap-")
 		if err != nil {

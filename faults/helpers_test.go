@@ -2,41 +2,10 @@ package faults
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/wafguard/wafguard/wasmhost"
 )
-
-// wasmPath is $WAFGUARD_WASM, else ../build/main.wasm.
-func wasmPath() string {
-	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
-		return p
-	}
-	return filepath.Join("..", "build", "main.wasm")
-}
-
-var wasmOnce struct {
-	sync.Once
-	b   []byte
-	err error
-}
-
-// pluginWasm returns the built plugin, or skips (fails when WASM_REQUIRED
-// is set) when it is missing.
-func pluginWasm(t testing.TB) []byte {
-	t.Helper()
-	wasmOnce.Do(func() { wasmOnce.b, wasmOnce.err = os.ReadFile(wasmPath()) })
-	if wasmOnce.err != nil {
-		if os.Getenv("WASM_REQUIRED") != "" {
-			t.Fatalf("reading the plugin: %v", wasmOnce.err)
-		}
-		t.Skipf("reading the plugin: %v (build it with: go run mage.go build)", wasmOnce.err)
-	}
-	return wasmOnce.b
-}
 
 // startVM compiles b with opts and starts one VM with its own Host running
 // config under policy.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -41,7 +42,7 @@ func uploadBody(n int) []byte {
 // vmMemoryCeiling and not grow by more than vmMemorySecondWave in the
 // second wave.
 func TestMemory_concurrentUploads(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	if testing.Short() {
 		t.Skip("memory: skipped in -short mode")
 	}

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"os"
 	"strconv"
 	"testing"
@@ -19,7 +20,7 @@ import (
 // ("go run mage.go soak" runs 600 and 60), and WAFGUARD_SOAK_HEAPPROFILE
 // names a file for a heap profile taken at the end.
 func TestSoak_ci(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	if testing.Short() {
 		t.Skip("soak: skipped in -short mode")
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -30,7 +31,7 @@ const trapConfig = `{"directives_map": {"rules": [
 // had taken it and can no longer release it; and the trapped VM serves
 // again after its reload.
 func TestFaults_trapEachCallback(t *testing.T) {
-	b := pluginWasm(t)
+	b := plugintest.Read(t)
 	cases := []struct {
 		export string
 		// want checks what the client of the trapped stream saw.

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -30,14 +30,6 @@ import (
 // (gauges that go up and down return to their value at load). A VM that
 // traps is dropped from the cache.
 
-// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set.
-func wasmPath() string {
-	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
-		return p
-	}
-	return filepath.Join("..", "build", "main.wasm")
-}
-
 var wasmOnce struct {
 	sync.Once
 	r   *wasmRunner
@@ -46,14 +38,14 @@ var wasmOnce struct {
 
 func getWasmRunner() (runner, error) {
 	wasmOnce.Do(func() {
-		b, err := os.ReadFile(wasmPath())
+		b, err := os.ReadFile(plugintest.Path())
 		if err != nil {
 			wasmOnce.err = fmt.Errorf("reading the plugin: %w", err)
 			return
 		}
 		m, err := wasmhost.Compile(context.Background(), b, wasmhost.Options{Concurrency: 1})
 		if err != nil {
-			wasmOnce.err = fmt.Errorf("compiling %s: %w", wasmPath(), err)
+			wasmOnce.err = fmt.Errorf("compiling %s: %w", plugintest.Path(), err)
 			return
 		}
 		wasmOnce.r = &wasmRunner{m: m, vms: map[string]*wasmVM{}}

@@ -3,27 +3,14 @@ package perf
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/wafguard/wafguard/internal/benchreq"
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
-
-// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set (a relative
-// path is taken from the repository root, where the command was typed, when
-// it does not exist here in perf/).
-func wasmPath() string {
-	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
-		if _, err := os.Stat(p); err != nil && !filepath.IsAbs(p) {
-			return filepath.Join("..", p)
-		}
-		return p
-	}
-	return filepath.Join("..", "build", "main.wasm")
-}
 
 // requests are those filter/'s benchmarks send natively: a benign GET, a
 // 10 KiB benign JSON POST, and a SQL injection in the query string.
@@ -77,11 +64,7 @@ func guestEnv() [][2]string {
 // listeners) and starts one VM with the CRS.
 func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
 	tb.Helper()
-	wasm, err := os.ReadFile(wasmPath())
-	if err != nil {
-		tb.Skipf("%v (build the plugin, or set WAFGUARD_WASM)", err)
-	}
-	m, err := wasmhost.Compile(ctx, wasm, wasmhost.Options{Concurrency: 1, CacheDir: cacheDir})
+	m, err := wasmhost.Compile(ctx, plugintest.Read(tb), wasmhost.Options{Concurrency: 1, CacheDir: cacheDir})
 	if err != nil {
 		tb.Fatal(err)
 	}

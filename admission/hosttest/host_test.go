@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,32 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
-
-const buildCommand = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm ."
-
-// wasmPath is build/main.wasm, or $WAFGUARD_WASM when set.
-func wasmPath() string {
-	if p := os.Getenv("WAFGUARD_WASM"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "build", "main.wasm")
-}
 
 // compile loads the plugin, or skips (fails when WASM_REQUIRED is set) when
 // it has not been built.
 func compile(t testing.TB, vms int) *wasmhost.Module {
 	t.Helper()
-	b, err := os.ReadFile(wasmPath())
-	if err != nil {
-		if os.Getenv("WASM_REQUIRED") != "" {
-			t.Fatalf("reading the plugin: %v", err)
-		}
-		t.Skipf("reading the plugin: %v (build it with: %s)", err, buildCommand)
-	}
-	m, err := wasmhost.Compile(context.Background(), b, wasmhost.Options{Concurrency: vms})
+	m, err := wasmhost.Compile(context.Background(), plugintest.Read(t), wasmhost.Options{Concurrency: vms})
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
