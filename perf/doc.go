@@ -1,9 +1,9 @@
 // Package perf measures the plugin compiled to wasm on the wasmhost runtime
-// (wazero), the way Envoy runs it, and profiles the guest code with wzprof.
-// It has no non-test code; see docs/performance.md for the numbers and
-// how to reproduce them.
+// (wazero), the way Envoy runs it, next to native Coraza with its stock
+// operators on the same requests. It has no non-test code; see
+// docs/performance.md for the numbers and how to reproduce them.
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o /tmp/perf/main.wasm .
-//	WAFGUARD_WASM=/tmp/perf/main.wasm go test ./perf/ -run '^$' -bench . -benchmem -count 3
-//	WAFGUARD_WASM=/tmp/perf/main.wasm PERF_PROFILE=/tmp/perf/json go test ./perf/ -run TestProfile -v
+//	go run mage.go build
+//	go test ./perf/ -run '^$' -bench 'Wasm_pool|Coraza_pool' -benchtime 200x
+//	WAFGUARD_WASM=/tmp/perf/main.wasm go test ./perf/ -run '^$' -bench Wasm_request -benchmem
 package perf
