@@ -62,52 +62,6 @@ func requestHeaders(r *benchRequest) [][2]string {
 	}, r.Headers...)
 }
 
-// corazaRequest runs the same request through Coraza directly, as a connector
-// without proxy-wasm would.
-func corazaRequest(waf coraza.WAF, r *benchRequest) int {
-	tx := waf.NewTransaction()
-	defer func() {
-		tx.ProcessLogging()
-		tx.Close()
-	}()
-	tx.ProcessConnection("10.1.2.3", 43210, "10.0.0.1", 8080)
-	tx.ProcessURI(r.Path, r.Method, "HTTP/1.1")
-	for _, h := range r.Headers {
-		tx.AddRequestHeader(h[0], h[1])
-	}
-	tx.AddRequestHeader("Host", "shop.example.com")
-	if it := tx.ProcessRequestHeaders(); it != nil {
-		return it.Status
-	}
-	if r.Body != nil {
-		if it, _, err := tx.WriteRequestBody(r.Body); it != nil || err != nil {
-			return 413
-		}
-	}
-	if it, err := tx.ProcessRequestBody(); err != nil {
-		return 500
-	} else if it != nil {
-		return it.Status
-	}
-	for _, h := range benchResponseHeaders[1:] {
-		tx.AddResponseHeader(h[0], h[1])
-	}
-	if it := tx.ProcessResponseHeaders(200, "HTTP/1.1"); it != nil {
-		return it.Status
-	}
-	if tx.IsResponseBodyAccessible() && tx.IsResponseBodyProcessable() {
-		if it, _, err := tx.WriteResponseBody([]byte("<p>hello</p>")); it != nil || err != nil {
-			return 500
-		}
-	}
-	if it, err := tx.ProcessResponseBody(); err != nil {
-		return 500
-	} else if it != nil {
-		return it.Status
-	}
-	return 200
-}
-
 // startBenchPlugin loads the CRS plugin in the emulator.
 func startBenchPlugin(tb testing.TB) (proxytest.HostEmulator, func()) {
 	return startPluginWith(tb, crsConfig)
@@ -160,7 +114,7 @@ func TestBenchmarkSetup(t *testing.T) {
 		if got := emulatorRequest(host, r, requestHeaders(r)); got != r.WantStatus {
 			t.Errorf("%s through the plugin: got status %d, want %d", r.Name, got, r.WantStatus)
 		}
-		if got := corazaRequest(waf, r); got != r.WantStatus {
+		if got := benchreq.Coraza(waf, r); got != r.WantStatus {
 			t.Errorf("%s through Coraza: got status %d, want %d", r.Name, got, r.WantStatus)
 		}
 	}
@@ -248,7 +202,7 @@ func BenchmarkCoraza_request(b *testing.B) {
 				b.SetBytes(int64(len(r.Body)))
 			}
 			for b.Loop() {
-				corazaRequest(waf, r)
+				benchreq.Coraza(waf, r)
 			}
 		})
 	}
@@ -297,7 +251,7 @@ func BenchmarkCoraza_overhead(b *testing.B) {
 		b.Run(r.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				corazaRequest(waf, r)
+				benchreq.Coraza(waf, r)
 			}
 		})
 	}
