@@ -362,7 +362,7 @@ func (s *stream) OnHttpStreamDone() {
 // cycle is then marked by allocation assists alone, stretches over seconds
 // of requests, and everything allocated meanwhile survives it, which
 // inflates the live heap and the next heap goal with it (bench pool: 225
-// MiB of linear memory without, 186-188 MiB with, at the same CPU; see
+// MiB of linear memory without, 188-192 MiB with, at the same CPU; see
 // docs/performance.md, lever s). Natively the collector has threads of its
 // own, so this compiles to nothing there.
 func yieldToGC() {
