@@ -166,14 +166,11 @@ func BenchmarkPlugin_pool(b *testing.B) {
 	}
 	host, reset := startBenchPlugin(b)
 	defer reset()
-	for _, class := range append(benchreq.PoolClasses, "mix") {
-		var reqs []*benchRequest
+	for _, class := range benchreq.PoolRuns {
+		reqs := benchreq.Select(pool, class)
 		var headers [][][2]string
-		for i := range pool {
-			if class == "mix" || pool[i].Name == class {
-				reqs = append(reqs, &pool[i])
-				headers = append(headers, requestHeaders(&pool[i]))
-			}
+		for _, r := range reqs {
+			headers = append(headers, requestHeaders(r))
 		}
 		b.Run(class, func(b *testing.B) {
 			b.ReportAllocs()

@@ -24,13 +24,8 @@ func BenchmarkCoraza_pool(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, class := range append(benchreq.PoolClasses, "mix") {
-		var reqs []*benchreq.Request
-		for i := range pool {
-			if class == "mix" || pool[i].Name == class {
-				reqs = append(reqs, &pool[i])
-			}
-		}
+	for _, class := range benchreq.PoolRuns {
+		reqs := benchreq.Select(pool, class)
 		b.Run(class, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()

@@ -38,14 +38,12 @@ func BenchmarkWasm_pool(b *testing.B) {
 		// Linear memory never shrinks: this is the VM's peak so far.
 		b.ReportMetric(float64(vm.MemorySize())/(1<<20), "linear-MiB")
 	}
-	for _, class := range append(benchreq.PoolClasses, "mix") {
+	for _, class := range benchreq.PoolRuns {
 		var reqs []*wasmhost.Request
 		var want []int
-		for i := range pool {
-			if class == "mix" || pool[i].Name == class {
-				reqs = append(reqs, wasmRequest(&pool[i]))
-				want = append(want, pool[i].WantStatus)
-			}
+		for _, r := range benchreq.Select(pool, class) {
+			reqs = append(reqs, wasmRequest(r))
+			want = append(want, r.WantStatus)
 		}
 		b.Run(class, func(b *testing.B) { run(b, reqs, want) })
 	}

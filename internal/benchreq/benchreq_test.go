@@ -3,6 +3,7 @@ package benchreq
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,5 +58,22 @@ func TestPool(t *testing.T) {
 	}
 	if count["benign_get"] != 140 || count["benign_json"] != 40 || count["attack"] != 20 {
 		t.Errorf("classes %v, want 140/40/20", count)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	pool := []Request{{Name: "a", Path: "/1"}, {Name: "b", Path: "/2"}, {Name: "a", Path: "/3"}}
+	got := Select(pool, "a")
+	if len(got) != 2 || got[0] != &pool[0] || got[1] != &pool[2] {
+		t.Errorf(`Select(pool, "a") = %v, want pool[0] and pool[2] in order`, got)
+	}
+	if all := Select(pool, "mix"); len(all) != 3 || all[1] != &pool[1] {
+		t.Errorf(`Select(pool, "mix") = %v, want the whole pool in order`, all)
+	}
+	if none := Select(pool, "c"); len(none) != 0 {
+		t.Errorf(`Select(pool, "c") = %v, want none`, none)
+	}
+	if want := append(append([]string(nil), PoolClasses...), "mix"); !slices.Equal(PoolRuns, want) {
+		t.Errorf("PoolRuns = %v, want %v", PoolRuns, want)
 	}
 }

@@ -43,3 +43,19 @@ func Pool() ([]Request, error) {
 
 // PoolClasses are the names Pool gives, in report order.
 var PoolClasses = []string{"benign_get", "benign_json", "attack"}
+
+// PoolRuns are the sub-benchmarks of the pool benchmarks: each class alone,
+// then "mix", the whole pool in its order.
+var PoolRuns = append(append([]string(nil), PoolClasses...), "mix")
+
+// Select returns the requests of pool in class, in pool order; "mix"
+// selects them all.
+func Select(pool []Request, class string) []*Request {
+	var out []*Request
+	for i := range pool {
+		if class == "mix" || pool[i].Name == class {
+			out = append(out, &pool[i])
+		}
+	}
+	return out
+}
