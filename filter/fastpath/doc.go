@@ -1,8 +1,18 @@
-// Package fastpath holds faster drop-in implementations of Coraza
-// operators, registered through Coraza's public plugin API
-// (experimental/plugins) so that every rule set the filter compiles uses
-// them. They give the same verdicts and captures as the built-in ones; see
-// docs/performance.md for what each one saves.
+// Package fastpath holds this project's own implementations of Coraza
+// operators (@rx, @pm, @pmFromFile and its alias @pmf, @contains,
+// @beginsWith, @endsWith, @streq, @within, @detectSQLi, @detectXSS),
+// registered through Coraza's public plugin API (experimental/plugins) so
+// that every rule set the filter compiles uses them. They give the same
+// verdicts and captures as Coraza v3.8.1's built-in ones; see
+// docs/performance.md for what the faster ones save.
+//
+// Because the same code judges values inside Coraza and outside it,
+// Instance hands the operators built for a WAF to code that screens rules
+// on its own. Such a screen evaluates operators with a TransactionState
+// that is not capturing and may panic on anything else, so an operator of
+// this package must not touch the state beyond Capturing() when it is not
+// capturing, except to expand a macro ("%{...}") in its argument: the
+// screen never evaluates those (see Instance).
 //
 // Register must run before the first WAF is compiled. It only fills
 // Coraza's registries, no host call, so it may run from an init function.
