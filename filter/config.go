@@ -46,6 +46,10 @@ type Config struct {
 	// RawBodyContentTypes lists media types whose request bodies Coraza
 	// keeps as raw bytes (REQUEST_BODY) instead of parsing them into ARGS.
 	RawBodyContentTypes []string `json:"raw_body_content_types"`
+	// RulePreselection removes, per transaction and phase, the rules that
+	// cannot match before Coraza evaluates the rest (filter/preselect);
+	// nil gives true, false evaluates every rule.
+	RulePreselection *bool `json:"rule_preselection"`
 
 	// ops is the validated form of the keys above, built by validate.
 	ops operability
@@ -67,7 +71,7 @@ var defaultDirectives = []string{
 
 // configKeys lists the top-level keys, for error messages.
 const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, " +
-	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types"
+	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection"
 
 // ParseConfig decodes and validates the plugin configuration. Empty data (or
 // only whitespace) gives the defaults: the rule set "default" with the whole
@@ -138,7 +142,7 @@ func describeType(field string) string {
 		return "an object of authorities to directives_map names"
 	case "metric_labels":
 		return "an object of strings to strings"
-	case "json_log":
+	case "json_log", "rule_preselection":
 		return "true or false"
 	case "rule_metrics_top_n", "request_json_max_depth", "request_body_no_files_limit":
 		return "a non-negative integer"

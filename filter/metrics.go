@@ -31,6 +31,12 @@ const (
 	// metricWAFTime is a histogram of the time spent in Coraza per
 	// transaction, in microseconds.
 	metricWAFTime = "waf_filter.tx.waf_time_us"
+	// metricPreselectKept is a histogram of the screened rules the rule
+	// preselection kept per transaction (the rest of the rule set is
+	// always evaluated); metricPreselectRemoved counts the rules it
+	// removed.
+	metricPreselectKept    = "waf_filter.tx.preselect_kept"
+	metricPreselectRemoved = "waf_filter.preselect.removed"
 )
 
 // phase is the Coraza phase in which an interruption happened.
@@ -80,6 +86,9 @@ type metrics struct {
 	wouldBlock    map[interruptionKey]proxywasm.MetricCounter
 	wafTime       proxywasm.MetricHistogram
 
+	preselectKept    proxywasm.MetricHistogram
+	preselectRemoved proxywasm.MetricCounter
+
 	// ruleTopN bounds ruleMatches; ruleOther takes every other rule id.
 	ruleTopN    int
 	ruleMatches map[int]proxywasm.MetricCounter
@@ -108,15 +117,17 @@ func interruptionMetricName(labels string, ruleID int, p phase) string {
 func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 	l := encodeLabels(labels)
 	return &metrics{
-		total:         proxywasm.DefineCounterMetric(metricTotal + l),
-		active:        proxywasm.DefineGaugeMetric(metricActive + l),
-		labels:        l,
-		interruptions: map[interruptionKey]proxywasm.MetricCounter{},
-		wouldBlock:    map[interruptionKey]proxywasm.MetricCounter{},
-		wafTime:       proxywasm.DefineHistogramMetric(metricWAFTime + l),
-		ruleTopN:      ruleTopN,
-		ruleMatches:   make(map[int]proxywasm.MetricCounter, ruleTopN),
-		ruleOther:     proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),
+		total:            proxywasm.DefineCounterMetric(metricTotal + l),
+		active:           proxywasm.DefineGaugeMetric(metricActive + l),
+		labels:           l,
+		interruptions:    map[interruptionKey]proxywasm.MetricCounter{},
+		wouldBlock:       map[interruptionKey]proxywasm.MetricCounter{},
+		wafTime:          proxywasm.DefineHistogramMetric(metricWAFTime + l),
+		preselectKept:    proxywasm.DefineHistogramMetric(metricPreselectKept + l),
+		preselectRemoved: proxywasm.DefineCounterMetric(metricPreselectRemoved + l),
+		ruleTopN:         ruleTopN,
+		ruleMatches:      make(map[int]proxywasm.MetricCounter, ruleTopN),
+		ruleOther:        proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),
 	}
 }
 

@@ -69,6 +69,11 @@ type stream struct {
 	method, path, authority, clientIP string
 	clientPort                        int
 
+	// what the rule preselection did (preselect.go): rules screened and
+	// removed over the phases, and the time it took.
+	screened, removed int
+	screenTime        time.Duration
+
 	// body checks of the filter itself (operability.go).
 	multipart bool
 	scanJSON  bool
@@ -118,6 +123,7 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 	}
 	s.plugin.metrics.total.Increment(1)
 	s.plugin.metrics.active.Add(1)
+	s.enter()
 	tx := s.tx
 	if tx.IsRuleEngineOff() {
 		s.reqDone, s.respDone = true, true
@@ -172,6 +178,7 @@ func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action 
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
+	s.enter()
 	defer s.addTime(time.Now())
 	if bodySize > s.reqBodySeen {
 		if lim := s.plugin.ops.noFilesLimit; lim > 0 && !s.multipart && int64(bodySize) > lim {
@@ -214,6 +221,7 @@ func (s *stream) OnHttpRequestTrailers(int) types.Action {
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
+	s.enter()
 	defer s.addTime(time.Now())
 	return s.finishRequestBody()
 }
@@ -240,6 +248,7 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 		// Our own local reply, or a stream without a transaction.
 		return types.ActionContinue
 	}
+	s.enter()
 	defer s.addTime(time.Now())
 	if !s.reqDone {
 		// The upstream answered before the request ended.
@@ -349,6 +358,10 @@ func (s *stream) OnHttpStreamDone() {
 	s.addTime(start)
 	// The matched rules and the variables go away with Close.
 	s.report(tx)
+	s.reportScreen(tx.ID())
+	if activeStream == s {
+		activeStream = nil
+	}
 	if err := tx.Close(); err != nil {
 		proxywasm.LogError("waf: closing the transaction: " + err.Error())
 	}

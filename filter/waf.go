@@ -1,14 +1,18 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental"
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+
+	"github.com/wafguard/wafguard/filter/preselect"
 )
 
 // wafCache holds the WAFs compiled on this VM, keyed by their directives
@@ -30,7 +34,7 @@ type ruleSet struct {
 func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 	sets := make(map[string]ruleSet, len(cfg.DirectivesMap))
 	for _, name := range sortedKeys(cfg.DirectivesMap) {
-		waf, err := compileWAF(cfg.DirectivesMap[name])
+		waf, err := compileWAF(cfg.DirectivesMap[name], cfg.ops.preselect)
 		if err != nil {
 			return nil, fmt.Errorf("directives_map[%q]: invalid SecLang, fix or remove the directive: %w", name, err)
 		}
@@ -40,25 +44,63 @@ func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 }
 
 // compileWAF returns the WAF for these directives, from the cache when it
-// was compiled before on this VM.
-func compileWAF(lines []string) (coraza.WAF, error) {
+// was compiled before on this VM. With withPreselection, the rule set also
+// gets the preselection's index, and its operators run the screen
+// (filter/preselect).
+func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	directives := strings.Join(lines, "\n")
-	if waf, ok := wafCache[directives]; ok {
+	key := directives
+	if !withPreselection {
+		key = "rule_preselection=false\n" + key
+	}
+	if waf, ok := wafCache[key]; ok {
 		return waf, nil
 	}
 	compiled := directives
 	if fix := inMemoryLimitDirective(directives); fix != "" {
 		compiled += "\n" + fix
 	}
-	waf, err := coraza.NewWAF(coraza.NewWAFConfig().
-		WithRootFS(rulesFS{}).
-		WithErrorCallback(logMatchedRule).
-		WithDirectives(compiled))
+	cfg := coraza.NewWAFConfig().WithErrorCallback(logMatchedRule)
+	if !withPreselection {
+		waf, err := coraza.NewWAF(cfg.WithRootFS(rulesFS{}).WithDirectives(compiled))
+		if err != nil {
+			return nil, err
+		}
+		wafCache[key] = waf
+		return waf, nil
+	}
+	b := preselect.NewBuilder()
+	b.AddText(compiled)
+	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b})
+	b.Begin()
+	waf, err := coraza.NewWAF(cfg.WithDirectives(compiled))
+	b.End()
 	if err != nil {
 		return nil, err
 	}
-	wafCache[directives] = waf
+	counted, ok := waf.(experimental.WAFWithRules)
+	if !ok {
+		return nil, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
+	}
+	b.Finish(counted.RulesCount())
+	wafCache[key] = waf
 	return waf, nil
+}
+
+// recordingFS is rulesFS that also hands every file Coraza reads to the
+// preselection builder, which reads the directives in it.
+type recordingFS struct {
+	rulesFS
+	b *preselect.Builder
+}
+
+// ReadFile implements fs.ReadFileFS.
+func (r recordingFS) ReadFile(name string) ([]byte, error) {
+	data, err := rulesFS{}.ReadFile(name)
+	if err == nil {
+		r.b.AddText(string(data))
+	}
+	return data, err
 }
 
 // logMatchedRule writes every rule match that asks to be logged to the proxy

@@ -1,0 +1,195 @@
+package preselect
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafguard/wafguard/filter/fastpath"
+	"github.com/wafguard/wafguard/filter/transform"
+)
+
+func init() {
+	fastpath.Register()
+	transform.Register()
+	Register(fastpath.Factories())
+}
+
+// compile builds a WAF with the preselection hooks and returns it with its
+// index. Included files are read from the coraza-coreruleset module.
+func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
+	t.Helper()
+	b := NewBuilder()
+	text := directives
+	b.AddText(text)
+	for _, name := range []string{"@coraza.conf-recommended", "@crs-setup.conf.example"} {
+		if strings.Contains(directives, name) {
+			data, err := coreruleset.FS.(interface{ ReadFile(string) ([]byte, error) }).ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.AddText(string(data))
+		}
+	}
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(coreruleset.FS), b.Observe)
+	b.Begin()
+	waf, err := coraza.NewWAF(cfg.WithDirectives(text))
+	b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waf, b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+}
+
+// TestIndex_crs checks what the index makes of the CRS: the parser agrees
+// with Coraza on every rule whose operator this project owns (each one's
+// instance is found under the argument the parser read), and most attack
+// rules are screened.
+func TestIndex_crs(t *testing.T) {
+	_, ix := compile(t, "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf")
+	t.Logf("screened: phase 1 %d, phase 2 %d; always evaluated: %v",
+		len(ix.Droppable(types.PhaseRequestHeaders)), len(ix.Droppable(types.PhaseRequestBody)), ix.Skipped)
+	if n := ix.Skipped[reasonNoInstance]; n != 0 {
+		t.Errorf("%d rules whose operator instance was not found: the parser reads them differently from Coraza", n)
+	}
+	if n := len(ix.Droppable(types.PhaseRequestBody)); n < 150 {
+		t.Errorf("%d phase 2 rules screened, want at least 150", n)
+	}
+	for _, id := range []int{942100, 941100, 932230, 930120} {
+		if !slices.Contains(ix.Droppable(types.PhaseRequestBody), id) {
+			t.Errorf("rule %d is not screened", id)
+		}
+	}
+	// 920539 skips one rule, 920540. The CRS's run-time removals
+	// (ctl:ruleRemoveByTag=OWASP_CRS) take 920539 out too, so they do not
+	// move where its skip lands.
+	if slices.Contains(ix.Droppable(types.PhaseRequestBody), 920540) {
+		t.Error("rule 920540, which the skip of 920539 lands on, is screened")
+	}
+}
+
+// TestIndex_reasons checks each rule the screen must always evaluate.
+func TestIndex_reasons(t *testing.T) {
+	_, ix := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx a" "id:1,phase:2,pass,skip:2"
+SecRule ARGS "@rx b" "id:2,phase:2,pass"
+SecRule ARGS "@rx c" "id:3,phase:2,pass"
+SecRule ARGS "@rx d" "id:4,phase:2,pass"
+SecRule ARGS "!@rx e" "id:5,phase:2,pass"
+SecRule TX:x "@rx f" "id:6,phase:2,pass"
+SecRule &ARGS "@rx 1" "id:7,phase:2,pass"
+SecRule ARGS "@rx %{tx.x}" "id:8,phase:2,pass"
+SecRule ARGS "@gt 1" "id:9,phase:2,pass"
+SecRule ARGS "@rx g" "id:10,phase:2,pass,t:md5"
+SecAction "id:11,phase:2,pass"
+SecMarker END
+SecRule ARGS "@rx h" "id:12,phase:2,pass,t:none,t:urlDecodeUni,t:lowercase"
+SecRule ARGS|!ARGS:x|REQUEST_HEADERS "@pm i j" "id:13,phase:2,pass,multiMatch,t:lowercase"
+SecRule ARGS "@rx k" "id:14,phase:2,pass"
+SecRule ARGS "@rx l" "id:15,phase:2,pass"
+SecRuleUpdateActionById 14 "t:lowercase"
+SecRuleUpdateTargetById 15 "!ARGS:y"
+`)
+	got := ix.Droppable(types.PhaseRequestBody)
+	want := []int{1, 4, 12, 13, 15}
+	if !slices.Equal(got, want) {
+		t.Errorf("screened %v, want %v (always evaluated: %v)", got, want, ix.Skipped)
+	}
+}
+
+// TestIndex_removedAtConfigTime checks that a skip lands where Coraza lands
+// it after SecRuleRemoveById, and that a rule a ctl action may remove at
+// run time does not count towards the skip.
+func TestIndex_removedAtConfigTime(t *testing.T) {
+	rules := `SecRuleEngine On
+SecRule ARGS "@rx a" "id:1,phase:2,pass,skip:1"
+SecRule ARGS "@rx b" "id:2,phase:2,pass"
+SecRule ARGS "@rx c" "id:3,phase:2,pass"
+SecRule ARGS "@rx d" "id:4,phase:2,pass,msg:'gone'"
+SecRule ARGS "@rx e" "id:5,phase:2,pass"
+`
+	_, ix := compile(t, rules+"SecRuleRemoveById 2\n")
+	if got, want := ix.Droppable(types.PhaseRequestBody), []int{1, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("after SecRuleRemoveById 2: screened %v, want %v", got, want)
+	}
+	_, ix = compile(t, rules+`SecRule ARGS "@rx z" "id:6,phase:1,pass,ctl:ruleRemoveById=2"`+"\n")
+	if got, want := ix.Droppable(types.PhaseRequestBody), []int{1, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("with ctl:ruleRemoveById=2: screened %v, want %v", got, want)
+	}
+}
+
+// TestScreen removes exactly the rules whose operator matches no value of
+// their targets after their transformations, and reports it.
+func TestScreen(t *testing.T) {
+	waf, _ := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx attack" "id:1,phase:2,pass,log,t:none,t:urlDecodeUni,t:lowercase"
+SecRule ARGS "@rx other" "id:2,phase:2,pass,log,t:none,t:lowercase"
+SecRule REQUEST_HEADERS "@pm evil" "id:3,phase:1,pass,log,t:none"
+SecRule REQUEST_HEADERS "@contains nothing" "id:4,phase:1,pass,log"
+SecRule ARGS_NAMES "@streq wanted" "id:5,phase:2,pass,log"
+SecRule ARGS "@rx ^YWJj$" "id:6,phase:2,pass,log,multiMatch,t:none,t:base64Decode,t:lowercase"
+`)
+	var reports []Report
+	OnScreen = func(r Report) { reports = append(reports, r) }
+	defer func() { OnScreen = nil }()
+	tx := waf.NewTransaction()
+	tx.ProcessURI("/?a=AT%2554ACK&wanted=YWJj", "GET", "HTTP/1.1")
+	tx.AddRequestHeader("X", "EVIL")
+	tx.ProcessRequestHeaders()
+	if _, err := tx.ProcessRequestBody(); err != nil {
+		t.Fatal(err)
+	}
+	var matched []string
+	for _, mr := range tx.MatchedRules() {
+		matched = append(matched, fmt.Sprint(mr.Rule().ID()))
+	}
+	if got := strings.Join(matched, " "); got != "3 1 5 6" {
+		t.Errorf("matched %q, want 3 1 5 6", got)
+	}
+	want := []Report{{Phase: 1, Screened: 2, Removed: 1}, {Phase: 2, Screened: 4, Removed: 1}}
+	if len(reports) != len(want) {
+		t.Fatalf("reports %+v", reports)
+	}
+	for i, r := range reports {
+		if r.Phase != want[i].Phase || r.Screened != want[i].Screened || r.Removed != want[i].Removed || r.TxID != tx.ID() {
+			t.Errorf("report %d = %+v, want %+v", i, r, want[i])
+		}
+	}
+}
+
+// TestScreen_noCapture checks that the screen, run from a rule that
+// captures, leaves TX.0-9 alone: only the rules Coraza evaluates capture.
+// Rule 1 captures and is the first to reach a screened operator, so it
+// runs the screen, which judges rule 2's pattern (two groups) on "second".
+func TestScreen_noCapture(t *testing.T) {
+	waf, _ := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx ^(first)$" "id:1,phase:2,pass,capture,setvar:tx.seen=%{tx.0}"
+SecRule ARGS "@rx ^(sec)(ond)$" "id:2,phase:2,pass,chain"
+SecRule ARGS "@rx nothing" ""
+SecRule ARGS_NAMES "@rx ^(z)" "id:3,phase:2,pass,capture"
+`)
+	tx := waf.NewTransaction()
+	defer tx.Close()
+	tx.ProcessURI("/?a=first&b=second", "GET", "HTTP/1.1")
+	tx.ProcessRequestHeaders()
+	if _, err := tx.ProcessRequestBody(); err != nil {
+		t.Fatal(err)
+	}
+	txVars := tx.(plugintypes.TransactionState).Variables().TX()
+	get := func(k string) string {
+		if v := txVars.Get(k); len(v) != 0 {
+			return v[0]
+		}
+		return ""
+	}
+	if get("0") != "first" || get("1") != "first" || get("2") != "" || get("seen") != "first" {
+		t.Errorf("TX.0-2 = %q %q %q, seen %q; want first, first, empty, first", get("0"), get("1"), get("2"), get("seen"))
+	}
+}

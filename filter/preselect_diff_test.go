@@ -1,0 +1,591 @@
+package filter
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafguard/wafguard/ftw"
+	"github.com/wafguard/wafguard/internal/benchreq"
+)
+
+// The differential tests of the rule preselection: the same requests
+// through a WAF with the preselection and one without must give the same
+// interruption, the same matched rules in the same order with the same
+// matched data, the same log lines and the same TX collection. Coraza
+// itself is not deterministic in one respect: it reads ARGS, headers and
+// cookies from Go maps, whose order changes from run to run, so a rule that
+// captures or logs "the last match" (TX.0-9, MATCHED_VAR in a message) can
+// differ between two runs of the same WAF. Each request therefore runs
+// twice without the preselection: an aspect that differs between those two
+// runs is order-dependent, counted and reported, and not compared; every
+// other aspect must be equal.
+
+// diffRequest is one request of the differential tests.
+type diffRequest struct {
+	name    string
+	method  string
+	uri     string
+	headers [][2]string
+	body    []byte
+}
+
+// trace is what one transaction decided, in comparable form.
+type trace struct {
+	interruption string
+	matched      string // rule IDs in match order
+	matchedData  string // per rule, its matched data
+	logs         string // error log lines of the logged matches
+	tx           string // TX without the capture fields
+	captures     string // TX.0-9
+}
+
+var traceAspects = []string{"interruption", "matched", "matchedData", "logs", "tx", "captures"}
+
+func (tr trace) aspect(name string) string {
+	switch name {
+	case "interruption":
+		return tr.interruption
+	case "matched":
+		return tr.matched
+	case "matchedData":
+		return tr.matchedData
+	case "logs":
+		return tr.logs
+	case "tx":
+		return tr.tx
+	}
+	return tr.captures
+}
+
+// runTrace drives r through every phase of a transaction of waf, with a
+// fixed transaction ID, and records what Coraza decided.
+func runTrace(waf coraza.WAF, r *diffRequest) trace {
+	tx := waf.NewTransactionWithID("diff")
+	defer func() { _ = tx.Close() }()
+	var tr trace
+	interrupted := func(it *types.Interruption, p string) bool {
+		if it == nil {
+			return false
+		}
+		tr.interruption = fmt.Sprintf("%s rule=%d action=%s status=%d", p, it.RuleID, it.Action, it.Status)
+		return true
+	}
+	tx.ProcessConnection("10.1.2.3", 43210, "10.0.0.1", 8080)
+	tx.ProcessURI(r.uri, r.method, "HTTP/1.1")
+	for _, h := range r.headers {
+		tx.AddRequestHeader(h[0], h[1])
+	}
+	done := interrupted(tx.ProcessRequestHeaders(), "phase1")
+	if !done && r.body != nil {
+		it, _, err := tx.WriteRequestBody(r.body)
+		if err != nil {
+			tr.interruption = "body error: " + err.Error()
+			done = true
+		} else {
+			done = interrupted(it, "body")
+		}
+	}
+	if !done {
+		it, err := tx.ProcessRequestBody()
+		if err != nil {
+			tr.interruption = "phase2 error: " + err.Error()
+			done = true
+		} else {
+			done = interrupted(it, "phase2")
+		}
+	}
+	if !done {
+		tx.AddResponseHeader("Content-Type", "text/html")
+		tx.AddResponseHeader("Content-Length", "12")
+		done = interrupted(tx.ProcessResponseHeaders(200, "HTTP/1.1"), "phase3")
+	}
+	if !done && tx.IsResponseBodyAccessible() && tx.IsResponseBodyProcessable() {
+		it, _, err := tx.WriteResponseBody([]byte("<p>hello</p>"))
+		done = interrupted(it, "response body") || err != nil
+	}
+	if !done {
+		it, err := tx.ProcessResponseBody()
+		if err == nil {
+			interrupted(it, "phase4")
+		}
+	}
+	tx.ProcessLogging()
+
+	var ids, data, logs []string
+	for _, mr := range tx.MatchedRules() {
+		ids = append(ids, strconv.Itoa(mr.Rule().ID()))
+		var md []string
+		for _, d := range mr.MatchedDatas() {
+			md = append(md, fmt.Sprintf("%s:%s=%q msg=%q data=%q", d.Variable().Name(), d.Key(), d.Value(), d.Message(), d.Data()))
+		}
+		sort.Strings(md)
+		data = append(data, strconv.Itoa(mr.Rule().ID())+"{"+strings.Join(md, ", ")+"}")
+		if l, ok := mr.(loggedRule); !ok || l.Log() {
+			logs = append(logs, mr.ErrorLog())
+		}
+	}
+	tr.matched = strings.Join(ids, " ")
+	tr.matchedData = strings.Join(data, "\n")
+	tr.logs = strings.Join(logs, "\n")
+	var vars, caps []string
+	for _, md := range tx.(plugintypes.TransactionState).Variables().TX().FindAll() {
+		kv := md.Key() + "=" + md.Value()
+		if len(md.Key()) == 1 && md.Key()[0] >= '0' && md.Key()[0] <= '9' {
+			caps = append(caps, kv)
+		} else {
+			vars = append(vars, kv)
+		}
+	}
+	sort.Strings(vars)
+	sort.Strings(caps)
+	tr.tx, tr.captures = strings.Join(vars, "\n"), strings.Join(caps, "\n")
+	return tr
+}
+
+// diffWAFs compiles the directives with and without the preselection.
+func diffWAFs(t testing.TB, directives ...string) (on, off coraza.WAF) {
+	t.Helper()
+	var err error
+	if on, err = compileWAF(directives, true); err != nil {
+		t.Fatal(err)
+	}
+	if off, err = compileWAF(directives, false); err != nil {
+		t.Fatal(err)
+	}
+	return on, off
+}
+
+// diffStats counts, per aspect, the requests where two runs without the
+// preselection already differed.
+type diffStats struct {
+	requests       int
+	orderDepends   map[string]int
+	capturesUnseen int
+}
+
+// compareOne runs r through both WAFs and reports every aspect that the
+// preselection changed. An aspect on which two runs without the
+// preselection disagree is order-dependent and not compared. When the run
+// with it differs from the first run without it, up to 64 more runs
+// without it look for the same value: finding it shows that the
+// difference is Coraza's map order, not the preselection. This is what
+// happens to TX.0-9: CRS rules capture from every header name or argument
+// they match, the last one written wins, and which one that is follows the
+// map order (seen: TX.0 was user-agent in 78% of runs of one request,
+// accept or host in the rest, with the preselection and without).
+func compareOne(t testing.TB, on, off coraza.WAF, r *diffRequest, st *diffStats) {
+	t.Helper()
+	want, again, got := runTrace(off, r), runTrace(off, r), runTrace(on, r)
+	st.requests++
+	for _, a := range traceAspects {
+		w, g := want.aspect(a), got.aspect(a)
+		if w != again.aspect(a) {
+			st.orderDepends[a]++
+			continue
+		}
+		if w == g {
+			continue
+		}
+		reproduced := false
+		for i := 0; i < 64 && !reproduced; i++ {
+			reproduced = runTrace(off, r).aspect(a) == g
+		}
+		if reproduced {
+			st.orderDepends[a]++
+			continue
+		}
+		if a == "captures" {
+			// Which of several matching values a rule captured last
+			// can be rare enough to escape 64 runs (one JSON POST
+			// captures from about 60 arguments). A removed rule
+			// matches no value, so it never captures; that the
+			// screen itself writes no capture is TestScreen_noCapture
+			// in filter/preselect.
+			st.capturesUnseen++
+			continue
+		}
+		t.Errorf("%s: %s differs with the preselection:\nwithout: %s\nwith:    %s", r.name, a, w, g)
+	}
+}
+
+func newDiffStats() *diffStats { return &diffStats{orderDepends: map[string]int{}} }
+
+func (st *diffStats) log(t testing.TB) {
+	t.Logf("%d requests compared; order-dependent aspects (runs without the preselection disagree): %v; "+
+		"captures not seen in 64 runs without it: %d", st.requests, st.orderDepends, st.capturesUnseen)
+}
+
+// pl4Directives is the CRS at paranoia level 4 in detection-only mode: every
+// rule runs and no interruption ends a transaction early, so every rule is
+// compared. crsDirectives is the product default, blocking at level 1.
+var (
+	pl4Directives = []string{
+		"Include @recommended-conf",
+		`SecAction "id:900005,phase:1,nolog,pass,ctl:ruleEngine=DetectionOnly,setvar:tx.blocking_paranoia_level=4,setvar:tx.crs_validate_utf8_encoding=1"`,
+		"Include @crs-setup-conf",
+		"Include @owasp_crs/*.conf",
+	}
+	crsDirectives = []string{"Include @recommended-conf", "SecRuleEngine On", "Include @crs-setup-conf", "Include @owasp_crs/*.conf"}
+)
+
+// sample returns every n-th request, or all of them with
+// PRESELECT_FULL=1.
+func sample[T any](all []T, n int) []T {
+	if os.Getenv("PRESELECT_FULL") != "" || n <= 1 {
+		return all
+	}
+	var out []T
+	for i := 0; i < len(all); i += n {
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// ftwRequests turns every stage of the CRS regression suite into a request.
+func ftwRequests(t testing.TB) []diffRequest {
+	t.Helper()
+	files, err := ftw.LoadTests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []diffRequest
+	for _, f := range files {
+		for _, tc := range f.Tests {
+			for i, st := range tc.Stages {
+				if r, ok := ftwRequest(st.Input.Method, st.Input.URI, st.Input.Headers, st.Input.Data, st.Input.EncodedData, st.Input.EncodedRequest); ok {
+					r.name = fmt.Sprintf("%s-%d/%d", f.FileName, tc.TestId, i)
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	if len(out) < 4000 {
+		t.Fatalf("got %d requests from the CRS regression suite, want over 4000", len(out))
+	}
+	return out
+}
+
+func ftwRequest(method, uri *string, headers map[string]string, data, encodedData *string, encodedRequest string) (diffRequest, bool) {
+	if encodedRequest != "" {
+		raw, err := base64.StdEncoding.DecodeString(encodedRequest)
+		if err != nil {
+			return diffRequest{}, false
+		}
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil {
+			return diffRequest{}, false
+		}
+		r := diffRequest{method: req.Method, uri: req.RequestURI, headers: [][2]string{{"Host", req.Host}}}
+		for k, vs := range req.Header {
+			for _, v := range vs {
+				r.headers = append(r.headers, [2]string{k, v})
+			}
+		}
+		if body, err := io.ReadAll(req.Body); err == nil && len(body) != 0 {
+			r.body = body
+		}
+		return r, true
+	}
+	r := diffRequest{method: "GET", uri: "/"}
+	if method != nil && *method != "" {
+		r.method = *method
+	}
+	if uri != nil && *uri != "" {
+		r.uri = *uri
+	}
+	keys := make([]string, 0, len(headers))
+	for k := range headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.headers = append(r.headers, [2]string{k, headers[k]})
+	}
+	switch {
+	case data != nil:
+		r.body = []byte(*data)
+	case encodedData != nil:
+		if b, err := base64.StdEncoding.DecodeString(*encodedData); err == nil {
+			r.body = b
+		}
+	}
+	return r, true
+}
+
+func poolRequests(t testing.TB) []diffRequest {
+	t.Helper()
+	pool, err := benchreq.Pool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []diffRequest
+	for i, p := range pool {
+		r := diffRequest{name: fmt.Sprintf("pool-%d-%s", i, p.Name), method: p.Method, uri: p.Path, body: p.Body,
+			headers: append([][2]string{{"Host", "shop.example.com"}}, p.Headers...)}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fuzzCorpusRequests reads the committed corpora of the request fuzzers
+// and turns each entry into a request, as the fuzz target does.
+func fuzzCorpusRequests(t testing.TB) []diffRequest {
+	t.Helper()
+	var out []diffRequest
+	for _, dir := range []string{"FuzzRequest", "FuzzRequest_crs", "FuzzPreselection"} {
+		paths, _ := filepath.Glob(filepath.Join("testdata", "fuzz", dir, "*"))
+		for _, p := range paths {
+			args, err := readFuzzEntry(p)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			var ex exchange
+			switch {
+			case dir == "FuzzPreselection" && len(args) == 5:
+				ex = preselectionRequest(args[0].(byte), args[1].(string), args[2].(string), args[3].([]byte), args[4].([]byte))
+			case len(args) == 7:
+				ex = fuzzRequest(args[0].(byte), args[1].(byte), args[2].(string), args[3].(string), args[4].([]byte), args[5].([]byte), 16<<10)
+			default:
+				t.Fatalf("%s: %d values, an unknown shape", p, len(args))
+			}
+			out = append(out, exchangeRequest(filepath.Base(dir)+"/"+filepath.Base(p), ex))
+		}
+	}
+	return out
+}
+
+func exchangeRequest(name string, ex exchange) diffRequest {
+	r := diffRequest{name: name, method: ex.method, uri: ex.path, headers: append([][2]string{{"Host", "localhost"}}, ex.headers...)}
+	if r.method == "" {
+		r.method = "GET"
+	}
+	if r.uri == "" {
+		r.uri = "/"
+	}
+	if ex.body != nil {
+		r.body = bytes.Join(ex.body, nil)
+	}
+	return r
+}
+
+// readFuzzEntry parses one file of a Go fuzz corpus ("go test fuzz v1"
+// and one value a line) for the types the request fuzzers take.
+func readFuzzEntry(path string) ([]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) == 0 || lines[0] != "go test fuzz v1" {
+		return nil, fmt.Errorf("not a fuzz corpus file")
+	}
+	var out []any
+	for _, l := range lines[1:] {
+		typ, lit, ok := strings.Cut(l, "(")
+		if !ok || !strings.HasSuffix(lit, ")") {
+			return nil, fmt.Errorf("line %q", l)
+		}
+		lit = lit[:len(lit)-1]
+		switch typ {
+		case "byte", "uint8":
+			if len(lit) >= 3 && lit[0] == '\'' {
+				r, _, _, err := strconv.UnquoteChar(lit[1:len(lit)-1], '\'')
+				if err != nil || r > 0xff {
+					return nil, fmt.Errorf("line %q: %v", l, err)
+				}
+				out = append(out, byte(r))
+				continue
+			}
+			n, err := strconv.ParseUint(lit, 0, 8)
+			if err != nil {
+				return nil, fmt.Errorf("line %q: %v", l, err)
+			}
+			out = append(out, byte(n))
+		case "string", "[]byte":
+			v, err := strconv.Unquote(lit)
+			if err != nil {
+				return nil, fmt.Errorf("line %q: %v", l, err)
+			}
+			if typ == "string" {
+				out = append(out, v)
+			} else {
+				out = append(out, []byte(v))
+			}
+		default:
+			return nil, fmt.Errorf("line %q: type %s", l, typ)
+		}
+	}
+	return out, nil
+}
+
+var (
+	diffOnce                                     sync.Once
+	diffPL4On, diffPL4Off, diffCRSOn, diffCRSOff coraza.WAF
+)
+
+func diffRuleSets(t testing.TB) {
+	diffOnce.Do(func() {
+		diffPL4On, diffPL4Off = diffWAFs(t, pl4Directives...)
+		diffCRSOn, diffCRSOff = diffWAFs(t, crsDirectives...)
+	})
+	if diffPL4On == nil || diffCRSOn == nil {
+		t.Fatal("the differential rule sets did not compile")
+	}
+}
+
+// TestPreselection_equivalent compares the preselection against the full
+// rule set on the CRS regression suite (every eighth stage), the bench pool
+// (every second request) and the committed fuzz corpora (all of them; with
+// PRESELECT_FULL=1 every request of each corpus), at
+// paranoia level 4 in detection-only mode and with the product default.
+func TestPreselection_equivalent(t *testing.T) {
+	quietLogs(t)
+	_, reset := startPluginWith(t, phaseConfig) // a host for the match log callback
+	defer reset()
+	diffRuleSets(t)
+	sets := []struct {
+		name    string
+		on, off coraza.WAF
+	}{{"pl4", diffPL4On, diffPL4Off}, {"crs", diffCRSOn, diffCRSOff}}
+	corpora := []struct {
+		name string
+		reqs func(testing.TB) []diffRequest
+		step int
+	}{
+		{"crs_suite", ftwRequests, 8},
+		{"bench_pool", poolRequests, 2},
+		{"fuzz_corpora", fuzzCorpusRequests, 1},
+	}
+	for _, c := range corpora {
+		reqs := sample(c.reqs(t), c.step)
+		for _, s := range sets {
+			t.Run(c.name+"/"+s.name, func(t *testing.T) {
+				st := newDiffStats()
+				for i := range reqs {
+					compareOne(t, s.on, s.off, &reqs[i], st)
+					if t.Failed() && st.requests > 50 {
+						break
+					}
+				}
+				st.log(t)
+			})
+		}
+	}
+}
+
+// preselectionRequest builds a structured request from fuzzer input: kind
+// picks the body (none, JSON, urlencoded, multipart, XML) and how value is
+// encoded in the query string (plain, percent-encoded, %u, HTML entities,
+// base64); cookie becomes a Cookie header; rawHeaders more headers.
+func preselectionRequest(kind byte, value, cookie string, rawHeaders, body []byte) exchange {
+	enc := value
+	switch (kind >> 3) % 5 {
+	case 1:
+		enc = pctEncode(value, "%%%02x")
+	case 2:
+		enc = pctEncode(value, "%%u00%02x")
+	case 3:
+		enc = pctEncode(value, "&#x%02x;")
+	case 4:
+		enc = base64.StdEncoding.EncodeToString([]byte(value))
+	}
+	ex := exchange{method: "GET", path: "/app/" + pctEncode(cookie, "%%%02x") + "?q=" + enc + "&v=" + pctEncode(value, "%%%02x")}
+	if cookie != "" {
+		ex.headers = append(ex.headers, [2]string{"cookie", "session=" + cookie + "; pref=" + value})
+	}
+	for i, line := range bytes.Split(rawHeaders, []byte{'\n'}) {
+		if i >= 16 {
+			break
+		}
+		if name, v, ok := bytes.Cut(line, []byte{':'}); ok && len(name) != 0 {
+			ex.headers = append(ex.headers, [2]string{string(name), string(v)})
+		}
+	}
+	var b []byte
+	switch kind % 5 {
+	case 0:
+		return ex
+	case 1:
+		ex.headers = append(ex.headers, [2]string{"content-type", "application/json"})
+		b = []byte(`{"name":` + strconv.Quote(value) + `,"items":[` + strconv.Quote(string(body)) + `,{"k":` +
+			strconv.Quote(cookie) + `}],` + strconv.Quote(string(body)) + `:1}`)
+	case 2:
+		ex.headers = append(ex.headers, [2]string{"content-type", "application/x-www-form-urlencoded"})
+		b = []byte("name=" + pctEncode(value, "%%%02x") + "&" + string(body) + "&c=" + cookie)
+	case 3:
+		ex.headers = append(ex.headers, [2]string{"content-type", "multipart/form-data; boundary=b0undary"})
+		b = []byte("--b0undary\r\nContent-Disposition: form-data; name=\"" + cookie + "\"\r\n\r\n" + value +
+			"\r\n--b0undary\r\nContent-Disposition: form-data; name=\"f\"; filename=\"" + value + "\"\r\nContent-Type: text/plain\r\n\r\n" +
+			string(body) + "\r\n--b0undary--\r\n")
+	case 4:
+		ex.headers = append(ex.headers, [2]string{"content-type", "text/xml"})
+		b = []byte("<a x=\"" + cookie + "\"><b>" + value + "</b>" + string(body) + "</a>")
+	}
+	ex.method = "POST"
+	ex.body = [][]byte{b}
+	return ex
+}
+
+// pctEncode writes every byte of s that is not a letter or digit with
+// format.
+func pctEncode(s, format string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			sb.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&sb, format, c)
+	}
+	return sb.String()
+}
+
+// FuzzPreselection compares the preselection against the full rule set on
+// structured requests, at paranoia level 4 and with the product default:
+//
+//	go test ./filter -run '^$' -fuzz '^FuzzPreselection$' -fuzztime 60s -parallel 1
+func FuzzPreselection(f *testing.F) {
+	for _, s := range []struct {
+		kind          byte
+		value, cookie string
+		headers, body string
+	}{
+		{0, "hello", "", "", ""},
+		{1, "1' or '1'='1", "abc", "user-agent:Mozilla/5.0", `{"x":"<script>"}`},
+		{2 | 1<<3, "<script>alert(1)</script>", "../../etc/passwd", "referer:http://x/", "a=1&b=2"},
+		{3 | 2<<3, "; cat /etc/passwd", "${jndi:ldap://x}", "", "file content"},
+		{4 | 3<<3, "ſelect * from users", "\u212aill", "accept:*/*", "<c>1 union select</c>"},
+		{1 | 4<<3, "eval(base64_decode('x'))", "php://input", "x-forwarded-for:127.0.0.1", "[1,2,3]"},
+	} {
+		f.Add(s.kind, s.value, s.cookie, []byte(s.headers), []byte(s.body))
+	}
+	quietLogs(f)
+	_, reset := startPluginWith(f, phaseConfig)
+	defer reset()
+	diffRuleSets(f)
+	f.Fuzz(func(t *testing.T, kind byte, value, cookie string, rawHeaders, body []byte) {
+		if len(value)+len(cookie)+len(rawHeaders)+len(body) > 4096 {
+			return
+		}
+		r := exchangeRequest("fuzz", preselectionRequest(kind, value, cookie, rawHeaders, body))
+		st := newDiffStats()
+		compareOne(t, diffPL4On, diffPL4Off, &r, st)
+		compareOne(t, diffCRSOn, diffCRSOff, &r, st)
+	})
+}
