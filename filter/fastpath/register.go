@@ -158,3 +158,30 @@ func Factories() map[string]plugintypes.OperatorFactory {
 	}
 	return m
 }
+
+// Judge returns the match decision of an operator this package built, as
+// a function of the value alone: no capture, no memo, no transaction. It
+// is what a screen asks about many values that no rule will see again, so
+// it skips the memo that helps the rules themselves. ok is false for an
+// operator whose argument has a macro (its decision needs a transaction)
+// and for operators that are not this package's.
+func Judge(op plugintypes.Operator) (judge func(value string) bool, ok bool) {
+	switch o := op.(type) {
+	case *rx:
+		if o.filter == nil {
+			return o.matches, true
+		}
+		return func(value string) bool { return o.filter.mayMatch(value) && o.matches(value) }, true
+	case *byteRx:
+		return o.re.MatchString, true
+	case *pm:
+		return o.matches, true
+	case *strMatch:
+		return o.matches, o.expand == nil
+	case detectSQLi:
+		return o.matches, true
+	case detectXSS:
+		return o.matches, true
+	}
+	return nil, false
+}

@@ -53,6 +53,13 @@ type Builder struct {
 	rules []observed
 	texts []string
 	index atomic.Pointer[Index] // nil until Finish
+	// segment numbers the stretches of the rule set between the places a
+	// skipAfter can jump from or to: it grows after each SecMarker and
+	// after each rule with skipAfter. Each stretch is screened on its own,
+	// when its first rule with a screened operator runs, so a stretch a
+	// skipAfter jumps over (the CRS's higher paranoia levels) costs
+	// nothing.
+	segment int
 }
 
 type observed struct {
@@ -61,6 +68,7 @@ type observed struct {
 	raw     string
 	tags    []string
 	secMark string
+	seg     int // see Builder.segment
 }
 
 // NewBuilder returns an empty builder.
@@ -92,7 +100,32 @@ func (b *Builder) End() {
 // (a chain starter, a SecAction or a SecMarker) in the order of the rule
 // set, with the raw text of that rule alone (not its chained rules).
 func (b *Builder) Observe(r types.RuleMetadata) {
-	b.rules = append(b.rules, observed{id: r.ID(), phase: r.Phase(), raw: r.Raw(), tags: r.Tags(), secMark: r.SecMark()})
+	o := observed{id: r.ID(), phase: r.Phase(), raw: r.Raw(), tags: r.Tags(), secMark: r.SecMark(), seg: b.segment}
+	b.rules = append(b.rules, o)
+	if o.secMark != "" || hasAction(ruleActions(o.raw), "skipafter") {
+		b.segment++
+	}
+}
+
+// ruleActions returns the actions of a SecRule or SecAction text.
+func ruleActions(raw string) []action {
+	if rt, ok := parseSecRule(raw); ok {
+		return rt.actions
+	}
+	dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
+	if !strings.EqualFold(dir, "secaction") {
+		return nil
+	}
+	return parseActions(strings.Trim(strings.TrimSpace(a), `"`))
+}
+
+func hasAction(acts []action, name string) bool {
+	for _, a := range acts {
+		if a.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // AddText records a directive text Coraza read: the rule set's directives
@@ -103,7 +136,7 @@ func (b *Builder) AddText(text string) { b.texts = append(b.texts, text) }
 // number of rules the compiled WAF holds (experimental.WAFWithRules), used
 // to check the configuration-time removals it accounted for.
 func (b *Builder) Finish(rulesInWAF int) *Index {
-	ix := newIndex(b.rules, scanDirectives(b.texts), rulesInWAF)
+	ix := newIndex(b.rules, scanDirectives(b.texts), rulesInWAF, b.segment)
 	b.rules, b.texts = nil, nil
 	b.index.Store(ix)
 	return ix
@@ -307,7 +340,12 @@ func inRanges(id int, ranges [][2]int) bool {
 // Index is, for one WAF, the rules a screen may remove from a transaction,
 // grouped by phase.
 type Index struct {
-	phases [types.PhaseLogging + 1]*phaseIndex
+	// parts[phase][segment] are the screened rules of one stretch of a
+	// phase (nil where there are none).
+	parts [types.PhaseLogging + 1][]*phaseIndex
+	// state is what the screens of the transaction in progress share.
+	stateMu sync.Mutex
+	state   txState
 	// Skipped counts, per reason, the rules of the screened phases that
 	// are always evaluated (see Reasons).
 	Skipped map[string]int
@@ -316,13 +354,13 @@ type Index struct {
 // Droppable returns the IDs of the rules the screen may remove in phase,
 // in rule-set order.
 func (ix *Index) Droppable(phase types.RulePhase) []int {
-	pi := ix.phases[phase]
-	if pi == nil {
-		return nil
-	}
-	ids := make([]int, len(pi.rules))
-	for i, r := range pi.rules {
-		ids[i] = r.id
+	var ids []int
+	for _, pi := range ix.parts[phase] {
+		if pi != nil {
+			for _, r := range pi.rules {
+				ids = append(ids, r.id)
+			}
+		}
 	}
 	return ids
 }
@@ -338,22 +376,13 @@ type phaseIndex struct {
 	vars  []variables.RuleVariable
 	multi []*srule // multiMatch rules, screened without the trie
 	pool  sync.Pool
-	// last is the transaction and phase screened last, so that one
-	// screen runs per transaction and phase.
-	lastMu sync.Mutex
-	last   screenedKey
-}
-
-type screenedKey struct {
-	tx plugintypes.TransactionState
-	id string
 }
 
 // srule is one rule the screen may remove.
 type srule struct {
 	id    int
 	idx   int
-	op    plugintypes.Operator
+	judge func(string) bool // the operator's decision (fastpath.Judge)
 	vars  uint64
 	node  *node                        // where its chain ends in the trie
 	chain []plugintypes.Transformation // multiMatch rules only
@@ -401,7 +430,7 @@ const (
 
 // newIndex decides, for each observed rule of a screened phase, whether
 // the screen may remove it, and builds the phase tries.
-func newIndex(rules []observed, facts directiveFacts, rulesInWAF int) *Index {
+func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) *Index {
 	ix := &Index{Skipped: map[string]int{}}
 	removed := func(r observed) bool {
 		if r.id == 0 {
@@ -429,9 +458,8 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF int) *Index {
 	// may then land anywhere after its rule.
 	skipToEnd := len(kept) != rulesInWAF
 	for _, p := range screenedPhases {
-		pi := &phaseIndex{root: &node{}}
-		pi.nodes = append(pi.nodes, pi.root)
-		ix.phases[p] = pi
+		parts := make([]*phaseIndex, segments+1)
+		ix.parts[p] = parts
 		// Positions a skip:N of an earlier rule of this phase can land on.
 		var inPhase []observed
 		for _, r := range kept {
@@ -441,15 +469,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF int) *Index {
 		}
 		window := make([]bool, len(inPhase))
 		for i, r := range inPhase {
-			rt, ok := parseSecRule(r.raw)
-			var acts []action
-			if ok {
-				acts = rt.actions
-			} else if strings.HasPrefix(strings.ToLower(strings.TrimSpace(r.raw)), "secaction") {
-				_, a, _ := strings.Cut(strings.TrimSpace(r.raw), " ")
-				acts = parseActions(strings.Trim(strings.TrimSpace(a), `"`))
-			}
-			for _, a := range acts {
+			for _, a := range ruleActions(r.raw) {
 				if a.name != "skip" {
 					continue
 				}
@@ -470,15 +490,27 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF int) *Index {
 			}
 		}
 		for i, r := range inPhase {
+			pi := parts[r.seg]
+			if pi == nil {
+				pi = &phaseIndex{root: &node{}}
+				pi.nodes = append(pi.nodes, pi.root)
+			}
 			reason := pi.add(r, window[i], facts)
 			if reason != "" {
 				ix.Skipped[reason]++
+			} else {
+				parts[r.seg] = pi
 			}
 		}
-		for _, n := range pi.nodes {
-			for _, r := range n.rules {
-				for a := n; a != nil; a = a.parent {
-					a.vars |= r.vars
+		for _, pi := range parts {
+			if pi == nil {
+				continue
+			}
+			for _, n := range pi.nodes {
+				for _, r := range n.rules {
+					for a := n; a != nil; a = a.parent {
+						a.vars |= r.vars
+					}
 				}
 			}
 		}
@@ -549,7 +581,11 @@ func (pi *phaseIndex) add(r observed, inSkipWindow bool, facts directiveFacts) s
 	if !ok {
 		return reasonNoInstance
 	}
-	sr := &srule{id: r.id, idx: len(pi.rules), op: op, vars: vars}
+	judge, ok := fastpath.Judge(op)
+	if !ok {
+		return reasonMacro
+	}
+	sr := &srule{id: r.id, idx: len(pi.rules), judge: judge, vars: vars}
 	pi.rules = append(pi.rules, sr)
 	if multi {
 		sr.chain = chain

@@ -193,3 +193,69 @@ SecRule ARGS_NAMES "@rx ^(z)" "id:3,phase:2,pass,capture"
 		t.Errorf("TX.0-2 = %q %q %q, seen %q; want first, first, empty, first", get("0"), get("1"), get("2"), get("seen"))
 	}
 }
+
+// TestScreen_segments checks that a stretch of rules a skipAfter jumps
+// over is never screened, and that one it does not jump over is.
+func TestScreen_segments(t *testing.T) {
+	waf, _ := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx a" "id:1,phase:2,pass"
+SecRule REQUEST_METHOD "@streq GET" "id:2,phase:2,pass,nolog,skipAfter:END"
+SecRule ARGS "@rx b" "id:3,phase:2,pass"
+SecRule ARGS "@rx c" "id:4,phase:2,pass"
+SecMarker END
+SecRule ARGS "@rx d" "id:5,phase:2,pass,log"
+`)
+	for _, c := range []struct {
+		method   string
+		screened []int
+	}{
+		{"GET", []int{2, 1}},
+		{"POST", []int{2, 2, 1}},
+	} {
+		var screened []int
+		OnScreen = func(r Report) { screened = append(screened, r.Screened) }
+		tx := waf.NewTransaction()
+		tx.ProcessURI("/?x=d", c.method, "HTTP/1.1")
+		tx.ProcessRequestHeaders()
+		if _, err := tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+		OnScreen = nil
+		if !slices.Equal(screened, c.screened) {
+			t.Errorf("%s: screened %v rules per stretch, want %v", c.method, screened, c.screened)
+		}
+		if m := tx.MatchedRules(); len(m) == 0 || m[len(m)-1].Rule().ID() != 5 {
+			t.Errorf("%s: rule 5 did not match", c.method)
+		}
+		tx.Close()
+	}
+}
+
+// TestScreen_reusedTransaction: Coraza reuses transaction objects, and the
+// ID can come from a request header. A transaction that reuses the object
+// and the ID of the previous one must be screened on its own values, not
+// on what the screen read for the previous one. The POSTs skip the second
+// stretch, so the GET after one screens it first (from rule 3): with the
+// POST's values it would remove rule 4.
+func TestScreen_reusedTransaction(t *testing.T) {
+	waf, _ := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx benign" "id:1,phase:2,pass"
+SecRule REQUEST_METHOD "@streq POST" "id:2,phase:2,pass,skipAfter:END"
+SecRule ARGS "@rx other" "id:3,phase:2,pass"
+SecRule ARGS "@rx attack" "id:4,phase:2,deny,status:403"
+SecMarker END
+`)
+	for i, c := range []struct{ method, arg string }{{"POST", "benign"}, {"GET", "attack"}, {"POST", "benign"}, {"GET", "attack"}} {
+		tx := waf.NewTransactionWithID("same-id")
+		tx.ProcessURI("/?q="+c.arg, c.method, "HTTP/1.1")
+		tx.ProcessRequestHeaders()
+		it, err := tx.ProcessRequestBody()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blocked := it != nil; blocked != (c.arg == "attack") {
+			t.Errorf("request %d (%s %s): blocked %v", i, c.method, c.arg, blocked)
+		}
+		tx.Close()
+	}
+}

@@ -1,11 +1,13 @@
 package preselect
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
+	"github.com/corazawaf/coraza/v3/types/variables"
 )
 
 // Report is what one screen did: in Phase, Removed of the Screened rules
@@ -40,7 +42,7 @@ func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory 
 		if err != nil || compiling == nil {
 			return op, err
 		}
-		return &trigger{op: op, b: compiling}, nil
+		return &trigger{op: op, b: compiling, seg: compiling.segment}, nil
 	}
 }
 
@@ -50,60 +52,103 @@ func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory 
 // the screen decides on: the phase's collections are filled by then and
 // do not change until the phase ends.
 type trigger struct {
-	op plugintypes.Operator
-	b  *Builder
+	op  plugintypes.Operator
+	b   *Builder
+	seg int // the stretch of the rule set of the rule it belongs to
 }
 
-// remover is the part of Coraza's transaction the screen needs: removing
-// a rule for this transaction only (corazawaf.Transaction.RemoveRuleByID).
-type remover interface {
+// txCalls is the part of Coraza's transaction the screen needs
+// (corazawaf.Transaction): removing a rule for this transaction only, and
+// the rule ID ranges removed from it, where the screen marks the
+// transactions it has seen.
+type txCalls interface {
 	RemoveRuleByID(id int)
+	RemoveRuleByIDRange(start, end int)
+	GetRuleRemoveByIDRanges() [][2]int
+}
+
+// txState is what the screens of one transaction share: which stretches
+// of the current phase were screened, and the values read from its
+// collections, which do not change until the phase ends.
+type txState struct {
+	// token marks the transaction: the range [token, token] is in its
+	// removed rule ID ranges. Tokens are negative, and no rule has a
+	// negative ID, so the mark removes nothing. Coraza empties the ranges
+	// of every new transaction (corazawaf.WAF.newTransaction), so a mark
+	// cannot be carried over from an earlier transaction that reused the
+	// same object, whatever its ID says (an ID can come from a request
+	// header).
+	token  int
+	phase  types.RulePhase
+	done   []bool
+	values map[variables.RuleVariable][]types.MatchData
+}
+
+// lastToken hands out tokens: -1, -2, ...
+var lastToken atomic.Int64
+
+func (st *txState) marks(tx txCalls) bool {
+	if st.token == 0 {
+		return false
+	}
+	for _, r := range tx.GetRuleRemoveByIDRanges() {
+		if r[0] == st.token && r[1] == st.token {
+			return true
+		}
+	}
+	return false
 }
 
 // Evaluate implements plugintypes.Operator.
 func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if ix := t.b.index.Load(); ix != nil {
-		ix.screenOnce(tx)
+		ix.screenOnce(tx, t.seg)
 	}
 	return t.op.Evaluate(tx, value)
 }
 
-// screenOnce runs the screen of the transaction's current phase unless it
-// ran for this transaction and phase already. Running it twice would
-// remove the same rules again: it only costs time, so a transaction that
-// looks like the last one screened (Coraza reuses transaction objects,
-// and the ID can come from a request header) at worst goes unscreened.
-func (ix *Index) screenOnce(tx plugintypes.TransactionState) {
+// screenOnce runs the screen of one stretch of the transaction's current
+// phase, unless it ran for this transaction, phase and stretch already or
+// the stretch has nothing to screen. A VM runs one transaction's callback
+// at a time; natively, transactions of one WAF that run at once take
+// turns here, and one that finds another's state starts over (screening a
+// stretch again removes the same rules: it only costs time).
+func (ix *Index) screenOnce(tx plugintypes.TransactionState, seg int) {
 	phase := tx.LastPhase()
-	if phase < 1 || int(phase) >= len(ix.phases) {
+	if phase < 1 || int(phase) >= len(ix.parts) || seg >= len(ix.parts[phase]) {
 		return
 	}
-	pi := ix.phases[phase]
-	if pi == nil || len(pi.rules) == 0 {
+	pi := ix.parts[phase][seg]
+	calls, ok := tx.(txCalls)
+	if pi == nil || len(pi.rules) == 0 || !ok {
 		return
 	}
-	key := screenedKey{tx: tx, id: tx.ID()}
-	pi.lastMu.Lock()
-	done := pi.last == key
-	pi.last = key
-	pi.lastMu.Unlock()
-	rm, ok := tx.(remover)
-	if done || !ok {
+	ix.stateMu.Lock()
+	defer ix.stateMu.Unlock()
+	st := &ix.state
+	if !st.marks(calls) {
+		st.token = int(lastToken.Add(-1))
+		calls.RemoveRuleByIDRange(st.token, st.token)
+		st.phase = 0
+	}
+	if st.phase != phase {
+		st.phase = phase
+		st.done = make([]bool, len(ix.parts[phase]))
+		if st.values == nil {
+			st.values = map[variables.RuleVariable][]types.MatchData{}
+		}
+		clear(st.values)
+	}
+	if st.done[seg] {
 		return
 	}
+	st.done[seg] = true
 	start := time.Now()
-	removed := pi.screen(noCapture{tx}, rm)
+	removed := pi.screen(tx, calls, st.values)
 	if OnScreen != nil {
-		OnScreen(Report{TxID: key.id, Phase: phase, Screened: len(pi.rules), Removed: removed, Took: time.Since(start)})
+		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: len(pi.rules), Removed: removed, Took: time.Since(start)})
 	}
 }
-
-// noCapture is the transaction as the screen's operators see it: never
-// capturing, whatever the rule that triggered the screen does, so that
-// judging a value leaves TX.0-9 alone.
-type noCapture struct{ plugintypes.TransactionState }
-
-func (noCapture) Capturing() bool { return false }
 
 // scratch is the per-screen state: which rules matched a value, and how
 // many undecided rules each trie node still has below it.
@@ -131,22 +176,25 @@ func (pi *phaseIndex) getScratch() *scratch {
 // transformations, on the values of the collections it reads, until one
 // matches; it removes from the transaction the rules none matched, and
 // returns how many. Each value is transformed once per chain prefix.
-func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm remover) int {
+func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm txCalls, values map[variables.RuleVariable][]types.MatchData) int {
 	s := pi.getScratch()
 	defer pi.pool.Put(s)
 	for i, v := range pi.vars {
-		col := tx.Collection(v)
-		if col == nil {
-			continue
+		vals, ok := values[v]
+		if !ok {
+			if col := tx.Collection(v); col != nil {
+				vals = col.FindAll()
+			}
+			values[v] = vals
 		}
 		bit := uint64(1) << i
-		for _, md := range col.FindAll() {
+		for _, md := range vals {
 			value := md.Value()
 			if s.open[0] != 0 && pi.root.vars&bit != 0 {
-				pi.visit(tx, s, pi.root, value, bit)
+				pi.visit(s, pi.root, value, bit)
 			}
 			for _, r := range pi.multi {
-				if !s.kept[r.idx] && r.vars&bit != 0 && multiMatches(tx, r, value) {
+				if !s.kept[r.idx] && r.vars&bit != 0 && multiMatches(r, value) {
 					s.kept[r.idx] = true
 				}
 			}
@@ -165,12 +213,12 @@ func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm remover) int {
 // visit evaluates the rules whose chain ends at n on value (already
 // transformed by the chain to n), then goes down the children that still
 // have undecided rules reading this collection.
-func (pi *phaseIndex) visit(tx plugintypes.TransactionState, s *scratch, n *node, value string, bit uint64) {
+func (pi *phaseIndex) visit(s *scratch, n *node, value string, bit uint64) {
 	for _, r := range n.rules {
 		if s.kept[r.idx] || r.vars&bit == 0 {
 			continue
 		}
-		if r.op.Evaluate(tx, value) {
+		if r.judge(value) {
 			s.kept[r.idx] = true
 			for a := n; a != nil; a = a.parent {
 				s.open[a.idx]--
@@ -187,15 +235,15 @@ func (pi *phaseIndex) visit(tx plugintypes.TransactionState, s *scratch, n *node
 			// fails (corazawaf.Rule.transformArg).
 			out = value
 		}
-		pi.visit(tx, s, c, out, bit)
+		pi.visit(s, c, out, bit)
 	}
 }
 
 // multiMatches reports whether a multiMatch rule's operator matches the
 // value as read or any changed value along its chain, the values Coraza
 // evaluates for such a rule (corazawaf.Rule.executeTransformationsMultimatch).
-func multiMatches(tx plugintypes.TransactionState, r *srule, value string) bool {
-	if r.op.Evaluate(tx, value) {
+func multiMatches(r *srule, value string) bool {
+	if r.judge(value) {
 		return true
 	}
 	for _, fn := range r.chain {
@@ -204,7 +252,7 @@ func multiMatches(tx plugintypes.TransactionState, r *srule, value string) bool 
 			continue
 		}
 		value = out
-		if r.op.Evaluate(tx, value) {
+		if r.judge(value) {
 			return true
 		}
 	}

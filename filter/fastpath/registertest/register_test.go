@@ -128,3 +128,44 @@ func TestInstance(t *testing.T) {
 		t.Error("@pm foo bar compiled twice is gone")
 	}
 }
+
+// TestJudge checks that the screen's decision of each operator is its
+// Evaluate verdict, and that an operator with a macro has none.
+func TestJudge(t *testing.T) {
+	fastpath.Register()
+	waf, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(`SecRule ARGS "@rx ^a+b$" "id:1"
+SecRule ARGS "@rx \xff\xfe" "id:2"
+SecRule ARGS "@pm foo bar" "id:3"
+SecRule ARGS "@contains oo" "id:4"
+SecRule ARGS "@detectSQLi" "id:5"
+SecRule ARGS "@detectXSS" "id:6"
+SecRule ARGS "@streq %{tx.x}" "id:7"`))
+	if err != nil || waf == nil {
+		t.Fatal(err)
+	}
+	values := []string{"", "aab", "ab", "xaab", "foo", "BAR", "\xff\xfe", "1' or '1'='1", "<script>alert(1)</script>", "boo"}
+	for _, c := range []struct{ name, args string }{
+		{"rx", "^a+b$"}, {"rx", `\xff\xfe`}, {"pm", "foo bar"}, {"contains", "oo"}, {"detectsqli", ""}, {"detectxss", ""},
+	} {
+		op, ok := fastpath.Instance(c.name, c.args)
+		if !ok {
+			t.Fatalf("no instance of @%s %s", c.name, c.args)
+		}
+		judge, ok := fastpath.Judge(op)
+		if !ok {
+			t.Fatalf("@%s %s has no decision", c.name, c.args)
+		}
+		for _, v := range values {
+			if got, want := judge(v), op.Evaluate(screenState{}, v); got != want {
+				t.Errorf("@%s %s on %q: judge %v, Evaluate %v", c.name, c.args, v, got, want)
+			}
+		}
+	}
+	op, ok := fastpath.Instance("streq", "%{tx.x}")
+	if !ok {
+		t.Fatal("no instance of @streq %{tx.x}")
+	}
+	if _, ok := fastpath.Judge(op); ok {
+		t.Error("@streq %{tx.x} has a decision without a transaction")
+	}
+}
