@@ -1,6 +1,7 @@
 // Package fastpath holds this project's own implementations of Coraza
 // operators (@rx, @pm, @pmFromFile and its alias @pmf, @contains,
-// @beginsWith, @endsWith, @streq, @within, @detectSQLi, @detectXSS),
+// @beginsWith, @endsWith, @streq, @within, @detectSQLi, @detectXSS,
+// @validateByteRange),
 // registered through Coraza's public plugin API (experimental/plugins) so
 // that every rule set the filter compiles uses them. They give the same
 // verdicts and captures as Coraza v3.8.1's built-in ones; see
@@ -8,11 +9,10 @@
 //
 // Because the same code judges values inside Coraza and outside it,
 // Instance hands the operators built for a WAF to code that screens rules
-// on its own. Such a screen evaluates operators with a TransactionState
-// that is not capturing and may panic on anything else, so an operator of
-// this package must not touch the state beyond Capturing() when it is not
-// capturing, except to expand a macro ("%{...}") in its argument: the
-// screen never evaluates those (see Instance).
+// on its own (filter/preselect), and Judge gives such a screen each
+// operator's decision as a function of the value alone: no capture, no
+// memo, no transaction. An operator whose argument has a macro ("%{...}")
+// needs the transaction and has no such decision.
 //
 // Register must run before the first WAF is compiled. It only fills
 // Coraza's registries, no host call, so it may run from an init function.

@@ -371,6 +371,10 @@ func testRoot(t testing.TB) fstest.MapFS {
 
 // handCases are edge cases for each operator.
 var handCases = []opCase{
+	{"validateByteRange", "1-255"}, {"validateByteRange", "32-126"}, {"validateByteRange", "0-255"}, {"validateByteRange", ""},
+	{"validateByteRange", "9,10,13,32-126"}, {"validateByteRange", " 65 - 90"}, {"validateByteRange", "65-90, 97-122"},
+	{"validateByteRange", "300"}, {"validateByteRange", "a-b"}, {"validateByteRange", "5-1"}, {"validateByteRange", "1-1,255"},
+	{"validateByteRange", "-1"}, {"validateByteRange", "1-"}, {"validateByteRange", "1-255,"},
 	{"pm", "foo bar"}, {"pm", "FOO Bar"}, {"pm", "a ab abc"}, {"pm", "abc bcd cde"}, {"pm", "foo  bar"},
 	{"pm", ""}, {"pm", "é Ä ſ \u212a"}, {"pm", "\xff"}, {"pm", "ß ss"}, {"pm", "a"}, {"pm", "aa aaa"},
 	{"pm", "%{tx.x}"}, {"pm", "<script> javascript: onerror="}, {"pm", "select union insert"},
@@ -455,7 +459,7 @@ func TestEqualToBuiltins(t *testing.T) {
 	notRegistered(t)
 	root := testRoot(t)
 	crs := crsArgs(t)
-	for _, op := range []string{"pm", "pmFromFile", "contains", "beginsWith", "endsWith", "streq", "within", "detectSQLi", "detectXSS"} {
+	for _, op := range []string{"pm", "pmFromFile", "contains", "beginsWith", "endsWith", "streq", "within", "detectSQLi", "detectXSS", "validateByteRange"} {
 		if len(crs[op]) == 0 {
 			t.Errorf("no @%s in the CRS", op)
 		}
@@ -463,6 +467,7 @@ func TestEqualToBuiltins(t *testing.T) {
 	values := append(sampled(corpus(t)), operatorValues...)
 	for _, group := range [][]string{
 		{"pm"}, {"pmFromFile", "pmf"}, {"contains", "beginsWith", "endsWith", "streq", "within"}, {"detectSQLi", "detectXSS"},
+		{"validateByteRange"},
 	} {
 		t.Run(strings.Join(group, ","), func(t *testing.T) {
 			cases := equalityCases(t, root, crs, group...)
@@ -577,12 +582,12 @@ func TestMacroOperatorsNeedState(t *testing.T) {
 }
 
 func TestOwns(t *testing.T) {
-	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss"} {
+	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss", "validatebyterange"} {
 		if !Owns(name) {
 			t.Errorf("Owns(%q) = false", name)
 		}
 	}
-	for _, name := range []string{"", "eq", "ipMatch", "ipmatch", "pmFromFile", "@pm", "validatebyterange", "unconditionalmatch"} {
+	for _, name := range []string{"", "eq", "ipMatch", "ipmatch", "pmFromFile", "@pm", "validateByteRange", "unconditionalmatch"} {
 		if Owns(name) {
 			t.Errorf("Owns(%q) = true", name)
 		}

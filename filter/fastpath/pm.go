@@ -22,7 +22,8 @@ import (
 // for @pm, the NFA for @pmFromFile), and when the rule captures sets TX.0
 // to TX.9 to the first ten matches the library's iterator yields. It
 // differs from them only in handing the value to the library without
-// copying it.
+// copying it. Judge hands out judge, which reaches the same verdict with
+// an automaton of its own (pmSet) that allocates nothing.
 type pm struct {
 	ac ahocorasick.AhoCorasick
 	// patterns are what ac was built from; with a memoizer they may come
@@ -33,18 +34,23 @@ type pm struct {
 	// cannot match.
 	minLen int
 	dfa    bool
+	// set decides what ac does without allocating (see pmSet); it comes
+	// with ac. It is nil only for patterns too long for it.
+	set *pmSet
 }
 
 // compiledPM is what the memoizer shares between rules.
 type compiledPM struct {
 	ac       ahocorasick.AhoCorasick
 	patterns []string
+	set      *pmSet
 }
 
 func newPM(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	lower := strings.ToLower(opts.Arguments)
 	// One pattern per space: two spaces in a row give an empty pattern,
-	// which matches every value, as with the built-in.
+	// which matches where the library's prefilter lets it (see pmSet), as
+	// with the built-in.
 	patterns := strings.Split(lower, " ")
 	return buildPM(opts.Memoizer, "wafguard:pm:"+lower, patterns, true)
 }
@@ -82,13 +88,14 @@ func buildPM(m plugintypes.Memoizer, key string, patterns []string, dfa bool) (p
 			MatchKind:            ahocorasick.LeftMostLongestMatch,
 			DFA:                  dfa,
 		})
-		return &compiledPM{ac: b.Build(patterns), patterns: patterns}, nil
+		ac := b.Build(patterns)
+		return &compiledPM{ac: ac, patterns: patterns, set: newPMSet(patterns, ac)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	c := v.(*compiledPM)
-	return &pm{ac: c.ac, patterns: c.patterns, minLen: shortest(patterns), dfa: dfa}, nil
+	return &pm{ac: c.ac, patterns: c.patterns, minLen: shortest(patterns), dfa: dfa, set: c.set}, nil
 }
 
 // shortest is the byte length of the shortest pattern, 0 when one is empty
@@ -125,9 +132,18 @@ func (o *pm) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	return n > 0
 }
 
-// matches is the verdict without captures.
+// matches is the verdict without captures, from the library.
 func (o *pm) matches(value string) bool {
 	return len(value) >= o.minLen && o.ac.IterByte(stringBytes(value)).Next() != nil
+}
+
+// judge is the verdict of matches without allocating: what Judge hands
+// out.
+func (o *pm) judge(value string) bool {
+	if o.set == nil {
+		return o.matches(value)
+	}
+	return len(value) >= o.minLen && o.set.match(value)
 }
 
 // sameAs reports whether other, built for the same name and argument,

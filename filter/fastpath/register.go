@@ -26,6 +26,7 @@ var operators = []struct {
 	{"within", newWithin},
 	{"detectSQLi", newDetectSQLi},
 	{"detectXSS", newDetectXSS},
+	{"validateByteRange", newByteRange},
 }
 
 // owned holds the lower-case names of operators.
@@ -175,12 +176,14 @@ func Judge(op plugintypes.Operator) (judge func(value string) bool, ok bool) {
 	case *byteRx:
 		return o.re.MatchString, true
 	case *pm:
-		return o.matches, true
+		return o.judge, true
 	case *strMatch:
 		return o.matches, o.expand == nil
 	case detectSQLi:
 		return o.matches, true
 	case detectXSS:
+		return o.matches, true
+	case *byteRange:
 		return o.matches, true
 	}
 	return nil, false

@@ -15,13 +15,15 @@ import (
 	"github.com/wafguard/wafguard/filter/transform"
 )
 
-// screenedPhases are the phases screened: the request phases, where the
-// CRS does almost all of its work.
-var screenedPhases = [...]types.RulePhase{types.PhaseRequestHeaders, types.PhaseRequestBody}
+// screenedPhases are the phases screened: the request and response
+// phases. The logging phase is not: its rules run after the verdict.
+var screenedPhases = [...]types.RulePhase{types.PhaseRequestHeaders, types.PhaseRequestBody,
+	types.PhaseResponseHeaders, types.PhaseResponseBody}
 
 // stableTargets are the collections a screen may read: filled before the
 // phase's first rule runs (request line, headers and cookies before phase
-// 1, the parsed body before phase 2) and never written by a rule's
+// 1, the parsed body before phase 2, the response status line and headers
+// before phase 3, its body before phase 4) and never written by a rule's
 // actions, so what the screen reads is what each rule will read. Every
 // other variable (TX, MATCHED_VAR(S), RULE, ENV, counts, times, body
 // processor errors set by ctl) makes a rule one the screen keeps.
@@ -38,6 +40,8 @@ func init() {
 		variables.RequestProtocol, variables.QueryString, variables.RequestBody,
 		variables.Files, variables.FilesNames, variables.MultipartName,
 		variables.MultipartFilename, variables.MultipartPartHeaders, variables.XML,
+		variables.ResponseHeaders, variables.ResponseHeadersNames, variables.ResponseBody,
+		variables.ResponseStatus, variables.ResponseProtocol, variables.StatusLine,
 	} {
 		stableTargets[v.Name()] = v
 	}

@@ -139,13 +139,15 @@ SecRule ARGS "@pm foo bar" "id:3"
 SecRule ARGS "@contains oo" "id:4"
 SecRule ARGS "@detectSQLi" "id:5"
 SecRule ARGS "@detectXSS" "id:6"
-SecRule ARGS "@streq %{tx.x}" "id:7"`))
+SecRule ARGS "@streq %{tx.x}" "id:7"
+SecRule ARGS "@pm Abc  ſ" "id:8"`))
 	if err != nil || waf == nil {
 		t.Fatal(err)
 	}
-	values := []string{"", "aab", "ab", "xaab", "foo", "BAR", "\xff\xfe", "1' or '1'='1", "<script>alert(1)</script>", "boo"}
+	values := []string{"", "aab", "ab", "xaab", "foo", "BAR", "\xff\xfe", "1' or '1'='1", "<script>alert(1)</script>", "boo",
+		"xFoOx", "fo", "xyz", "xABCx", "ſ", "S", "\u212a", "k", "\xc3\x9f"}
 	for _, c := range []struct{ name, args string }{
-		{"rx", "^a+b$"}, {"rx", `\xff\xfe`}, {"pm", "foo bar"}, {"contains", "oo"}, {"detectsqli", ""}, {"detectxss", ""},
+		{"rx", "^a+b$"}, {"rx", `\xff\xfe`}, {"pm", "foo bar"}, {"pm", "Abc  ſ"}, {"contains", "oo"}, {"detectsqli", ""}, {"detectxss", ""},
 	} {
 		op, ok := fastpath.Instance(c.name, c.args)
 		if !ok {

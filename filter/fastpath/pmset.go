@@ -1,0 +1,261 @@
+package fastpath
+
+import (
+	"slices"
+
+	ahocorasick "github.com/petar-dambovaliev/aho-corasick"
+)
+
+// pmSet is the verdict of the Aho-Corasick automaton @pm and @pmFromFile
+// build (ahocorasick, ASCII case-insensitive, leftmost-longest), decided
+// without allocating: the library allocates an iterator, and a prefilter
+// state, on every search.
+//
+// What the library decides: its case insensitivity adds, for each pattern
+// byte that is an ASCII letter, the transition on the other case, and
+// nothing else; so a value byte matches a pattern byte when both are equal
+// once 'A'-'Z' are mapped to 'a'-'z' (asciiLower). Non-ASCII bytes only
+// match themselves: 'ſ' (U+017F) is not 's', the Kelvin sign is not 'k'.
+// Its leftmost automaton never returns to the start state once it has seen
+// a match, so with no empty pattern the first search finds a match exactly
+// when one of the patterns occurs in the value: that is what the automaton
+// below decides, stopping at the first pattern end it reaches.
+//
+// An empty pattern is the exception. It matches at offset 0, but the
+// library searches from the start state with a prefilter (the bytes that
+// start the other patterns, or some rare bytes of theirs, when there are
+// at most three such) and gives up when the prefilter finds no candidate
+// in the value, even with the empty match in hand: the patterns "" and
+// "abc" do not match "xyz". So with an empty pattern the verdict is: the value is
+// empty, or it holds one of the prefilter's bytes (every byte when there
+// is no prefilter). newPMSet learns those bytes by asking the library
+// about each one-byte value.
+type pmSet struct {
+	// root is the state after reading each byte in the start state (0):
+	// 0 again, pmHit, or another state.
+	root [256]uint32
+	// The transitions of state s are edges[first[s]:first[s+1]], each the
+	// target state<<8 | the lower-cased byte (pmHit<<8 for a pattern end);
+	// state 0 has none (root holds its transitions).
+	first []uint32
+	edges []uint32
+	// fail is, for each state, the state of its longest proper suffix that
+	// is a state (the Aho-Corasick failure link).
+	fail []uint32
+	// empty is set when one of the patterns is empty; the verdict is then
+	// taken from anyOf alone.
+	empty bool
+	anyOf [256]bool
+}
+
+// pmHit is the state after a pattern's last byte: the search stops there.
+// States after a match are never built.
+const pmHit = 1<<24 - 1
+
+// asciiLower maps 'A'-'Z' to 'a'-'z', and leaves every other byte.
+func asciiLower(c byte) byte {
+	if c-'A' < 26 {
+		c += 'a' - 'A'
+	}
+	return c
+}
+
+// trie is the pattern trie newPMSet builds the automaton from.
+type trie struct {
+	label   []byte  // the byte into each node (lower-cased)
+	kids    []int32 // the first child, -1 for none
+	sibling []int32 // the next child of the same parent, -1 for none
+	last    []int32 // the last child added, -1 for none
+	end     []bool  // a pattern ends at the node
+}
+
+func (t *trie) add(label byte) int32 {
+	t.label = append(t.label, label)
+	t.kids = append(t.kids, -1)
+	t.sibling = append(t.sibling, -1)
+	t.last = append(t.last, -1)
+	t.end = append(t.end, false)
+	return int32(len(t.label) - 1)
+}
+
+// child is the child of n on byte c, -1 when there is none.
+func (t *trie) child(n int32, c byte) int32 {
+	for k := t.kids[n]; k >= 0; k = t.sibling[k] {
+		if t.label[k] == c {
+			return k
+		}
+	}
+	return -1
+}
+
+// newPMSet builds the decision of ac, which was built from patterns. It
+// returns nil when the patterns are too long for its state numbers (16 MiB
+// in all), which leaves the decision to the library.
+func newPMSet(patterns []string, ac ahocorasick.AhoCorasick) *pmSet {
+	size := 0
+	for _, p := range patterns {
+		size += len(p)
+	}
+	if size >= pmHit {
+		return nil
+	}
+	s := &pmSet{}
+	lowered := make([]string, 0, len(patterns))
+	for _, p := range patterns {
+		if p == "" {
+			s.empty = true
+			continue
+		}
+		b := []byte(p)
+		for i, c := range b {
+			b[i] = asciiLower(c)
+		}
+		lowered = append(lowered, string(b))
+	}
+	if s.empty {
+		var one [1]byte
+		for c := range 256 {
+			one[0] = byte(c)
+			s.anyOf[c] = ac.IterByte(one[:]).Next() != nil
+		}
+		return s
+	}
+	// Sorted, a node's children are added in byte order, and a pattern
+	// shares with the ones before it at most the path of the one just
+	// before it: the child to follow is always the last one added.
+	slices.Sort(lowered)
+	lowered = slices.Compact(lowered)
+	var t trie
+	t.add(0)
+	for _, p := range lowered {
+		n := int32(0)
+		for i := 0; i < len(p) && !t.end[n]; i++ {
+			if k := t.last[n]; k >= 0 && t.label[k] == p[i] {
+				n = k
+				continue
+			}
+			k := t.add(p[i])
+			if l := t.last[n]; l >= 0 {
+				t.sibling[l] = k
+			} else {
+				t.kids[n] = k
+			}
+			t.last[n] = k
+			n = k
+		}
+		// A pattern with another as a prefix adds nothing: the search
+		// stops at the shorter one.
+		t.end[n] = true
+	}
+
+	// Breadth first: the failure link of each node and whether the node
+	// ends a pattern, itself or through its failure links (hit). Only the
+	// nodes that do not are states; the children of a hit are never
+	// reached.
+	n := len(t.label)
+	fail := make([]int32, n)
+	hit := make([]bool, n)
+	id := make([]uint32, n)
+	var rootKid [256]int32
+	for c := range rootKid {
+		rootKid[c] = -1
+	}
+	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
+		rootKid[t.label[k]] = k
+	}
+	// goTo is the node after byte c from node m on the failure path.
+	goTo := func(m int32, c byte) int32 {
+		for m != 0 {
+			if k := t.child(m, c); k >= 0 {
+				return k
+			}
+			m = fail[m]
+		}
+		if k := rootKid[c]; k >= 0 {
+			return k
+		}
+		return 0
+	}
+	queue := []int32{0}
+	for qi := 0; qi < len(queue); qi++ {
+		m := queue[qi]
+		id[m] = uint32(qi)
+		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+			if m != 0 {
+				fail[k] = goTo(fail[m], t.label[k])
+			}
+			hit[k] = t.end[k] || hit[fail[k]]
+			if !hit[k] {
+				queue = append(queue, k)
+			}
+		}
+	}
+	target := func(k int32) uint32 {
+		if hit[k] {
+			return pmHit
+		}
+		return id[k]
+	}
+	s.first = make([]uint32, len(queue)+1)
+	s.fail = make([]uint32, len(queue))
+	for qi, m := range queue {
+		s.first[qi] = uint32(len(s.edges))
+		s.fail[qi] = id[fail[m]]
+		if m == 0 {
+			continue
+		}
+		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+			s.edges = append(s.edges, target(k)<<8|uint32(t.label[k]))
+		}
+	}
+	s.first[len(queue)] = uint32(len(s.edges))
+	s.edges = slices.Clip(s.edges)
+	for c := range 256 {
+		if k := rootKid[asciiLower(byte(c))]; k >= 0 {
+			s.root[c] = target(k)
+		}
+	}
+	return s
+}
+
+// match reports whether the library's automaton finds a match in value.
+func (s *pmSet) match(value string) bool {
+	if s.empty {
+		if value == "" {
+			return true
+		}
+		for i := 0; i < len(value); i++ {
+			if s.anyOf[value[i]] {
+				return true
+			}
+		}
+		return false
+	}
+	st := uint32(0)
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if st == 0 {
+			st = s.root[c]
+		} else {
+			st = s.next(st, c)
+		}
+		if st == pmHit {
+			return true
+		}
+	}
+	return false
+}
+
+// next is the state after byte c in state st (not 0).
+func (s *pmSet) next(st uint32, c byte) uint32 {
+	lc := uint32(asciiLower(c))
+	for st != 0 {
+		for _, e := range s.edges[s.first[st]:s.first[st+1]] {
+			if e&0xff == lc {
+				return e >> 8
+			}
+		}
+		st = s.fail[st]
+	}
+	return s.root[c]
+}
