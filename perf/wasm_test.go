@@ -16,8 +16,15 @@ import (
 // 10 KiB benign JSON POST, and a SQL injection in the query string.
 var requests = benchreq.Requests()
 
-// crsConfig is the built-in rule set: recommended settings, blocking, CRS.
-const crsConfig = `{}`
+// crsConfig is the built-in rule set: recommended settings, blocking, CRS,
+// with the rule preselection; PERF_RULE_PRESELECTION=false turns it off,
+// to measure the plugin without it beside the plugin with it.
+func crsConfig() string {
+	if os.Getenv("PERF_RULE_PRESELECTION") == "false" {
+		return `{"rule_preselection": false}`
+	}
+	return `{}`
+}
 
 var info = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationAddress: "10.0.0.1:8080", Protocol: "HTTP/1.1"}
 
@@ -69,7 +76,7 @@ func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.Close(context.Background()) })
-	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig), Env: guestEnv(),
+	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv(),
 		LogSink: func(e wasmhost.LogEntry) {
 			// Errors (a trap's message among them) show with
 			// the failure they explain.

@@ -371,6 +371,9 @@ func testRoot(t testing.TB) fstest.MapFS {
 
 // handCases are edge cases for each operator.
 var handCases = []opCase{
+	{"eq", "0"}, {"eq", "5"}, {"eq", "-3"}, {"eq", "%{tx.x}"}, {"eq", "x"}, {"eq", "99999999999999999999"},
+	{"ge", "1"}, {"ge", "%{tx.missing}"}, {"gt", "255"}, {"gt", "5a"}, {"le", "0"}, {"le", "+7"}, {"lt", "2"}, {"lt", "%{tx.y}"},
+	{"lt", ""}, {"gt", "%{"},
 	{"validateByteRange", "1-255"}, {"validateByteRange", "32-126"}, {"validateByteRange", "0-255"}, {"validateByteRange", ""},
 	{"validateByteRange", "9,10,13,32-126"}, {"validateByteRange", " 65 - 90"}, {"validateByteRange", "65-90, 97-122"},
 	{"validateByteRange", "300"}, {"validateByteRange", "a-b"}, {"validateByteRange", "5-1"}, {"validateByteRange", "1-1,255"},
@@ -448,7 +451,7 @@ var operatorValues = []string{
 	"Foo Bar", "foo bar", "baz", "BAZ", "qux", "last-no-newline", "first", "after-the-long-line", "inside", "ÉTÉ", "été",
 	"ſelect", "select", "SELECT", "\u212aelvin", "kelvin", "İstanbul", "istanbul", "a%{", "50%", "application/json",
 	"|application/json|", "|utf-8|", "/proxy/", ".bak/", "ignored", "1' or '1'='1", "<script>alert(1)</script>",
-	"/ ; -- ' \"", "\x00", "a\x00b", strings.Repeat("ab", 5000), strings.Repeat("foo ", 30),
+	"/ ; -- ' \"", "\x00", "a\x00b", "0", "1", "2", "5", "-3", "255", "256", "+7", "7", " 5", "5 ", "1e3", "99999999999999999999", strings.Repeat("ab", 5000), strings.Repeat("foo ", 30),
 }
 
 // TestEqualToBuiltins compares every operator with Coraza's built-in over
@@ -459,7 +462,7 @@ func TestEqualToBuiltins(t *testing.T) {
 	notRegistered(t)
 	root := testRoot(t)
 	crs := crsArgs(t)
-	for _, op := range []string{"pm", "pmFromFile", "contains", "beginsWith", "endsWith", "streq", "within", "detectSQLi", "detectXSS", "validateByteRange"} {
+	for _, op := range []string{"pm", "pmFromFile", "contains", "beginsWith", "endsWith", "streq", "within", "detectSQLi", "detectXSS", "validateByteRange", "lt", "ge", "gt", "eq"} {
 		if len(crs[op]) == 0 {
 			t.Errorf("no @%s in the CRS", op)
 		}
@@ -467,7 +470,7 @@ func TestEqualToBuiltins(t *testing.T) {
 	values := append(sampled(corpus(t)), operatorValues...)
 	for _, group := range [][]string{
 		{"pm"}, {"pmFromFile", "pmf"}, {"contains", "beginsWith", "endsWith", "streq", "within"}, {"detectSQLi", "detectXSS"},
-		{"validateByteRange"},
+		{"validateByteRange"}, {"eq", "ge", "gt", "le", "lt"},
 	} {
 		t.Run(strings.Join(group, ","), func(t *testing.T) {
 			cases := equalityCases(t, root, crs, group...)
@@ -582,12 +585,12 @@ func TestMacroOperatorsNeedState(t *testing.T) {
 }
 
 func TestOwns(t *testing.T) {
-	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss", "validatebyterange"} {
+	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss", "validatebyterange", "eq", "lt", "ge", "gt", "le"} {
 		if !Owns(name) {
 			t.Errorf("Owns(%q) = false", name)
 		}
 	}
-	for _, name := range []string{"", "eq", "ipMatch", "ipmatch", "pmFromFile", "@pm", "validateByteRange", "unconditionalmatch"} {
+	for _, name := range []string{"", "EQ", "ipMatch", "ipmatch", "pmFromFile", "@pm", "validateByteRange", "unconditionalmatch"} {
 		if Owns(name) {
 			t.Errorf("Owns(%q) = true", name)
 		}

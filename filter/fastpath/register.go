@@ -27,6 +27,11 @@ var operators = []struct {
 	{"detectSQLi", newDetectSQLi},
 	{"detectXSS", newDetectXSS},
 	{"validateByteRange", newByteRange},
+	{"eq", newEq},
+	{"ge", newGe},
+	{"gt", newGt},
+	{"le", newLe},
+	{"lt", newLt},
 }
 
 // owned holds the lower-case names of operators.
@@ -185,6 +190,8 @@ func Judge(op plugintypes.Operator) (judge func(value string) bool, ok bool) {
 		return o.matches, true
 	case *byteRange:
 		return o.matches, true
+	case *numeric:
+		return o.matches, o.isFixed
 	}
 	return nil, false
 }

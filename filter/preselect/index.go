@@ -64,6 +64,9 @@ type Builder struct {
 	// skipAfter jumps over (the CRS's higher paranoia levels) costs
 	// nothing.
 	segment int
+	// lastTrigger is the last operator built for this rule set (the
+	// current rule's, while Coraza parses it).
+	lastTrigger *trigger
 }
 
 type observed struct {
@@ -107,8 +110,16 @@ func (b *Builder) Observe(r types.RuleMetadata) {
 	o := observed{id: r.ID(), phase: r.Phase(), raw: r.Raw(), tags: r.Tags(), secMark: r.SecMark(), seg: b.segment}
 	b.rules = append(b.rules, o)
 	if o.secMark != "" || hasAction(ruleActions(o.raw), "skipafter") {
+		// The last operator built is this rule's when the rule has one
+		// of this project's: Coraza builds a rule's operator while it
+		// parses the rule, after every operator of the rules before it
+		// and their chains.
+		if rt, ok := parseSecRule(o.raw); ok && b.lastTrigger != nil && fastpath.Owns(rt.opName) {
+			b.lastTrigger.boundary = true
+		}
 		b.segment++
 	}
+	b.lastTrigger = nil
 }
 
 // ruleActions returns the actions of a SecRule or SecAction text.

@@ -86,7 +86,7 @@ SecRule ARGS "!@rx e" "id:5,phase:2,pass"
 SecRule TX:x "@rx f" "id:6,phase:2,pass"
 SecRule &ARGS "@rx 1" "id:7,phase:2,pass"
 SecRule ARGS "@rx %{tx.x}" "id:8,phase:2,pass"
-SecRule ARGS "@gt 1" "id:9,phase:2,pass"
+SecRule ARGS "@validateUrlEncoding" "id:9,phase:2,pass"
 SecRule ARGS "@rx g" "id:10,phase:2,pass,t:md5"
 SecAction "id:11,phase:2,pass"
 SecMarker END

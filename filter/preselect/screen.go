@@ -42,7 +42,9 @@ func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory 
 		if err != nil || compiling == nil {
 			return op, err
 		}
-		return &trigger{op: op, b: compiling, seg: compiling.segment}, nil
+		t := &trigger{op: op, b: compiling, seg: compiling.segment}
+		compiling.lastTrigger = t
+		return t, nil
 	}
 }
 
@@ -55,6 +57,13 @@ type trigger struct {
 	op  plugintypes.Operator
 	b   *Builder
 	seg int // the stretch of the rule set of the rule it belongs to
+	// boundary: its rule has a skipAfter, so it ends stretch seg. When
+	// the operator does not match, the rule does not jump (a rule with
+	// one value, like the CRS's paranoia-level gates on TX), and the
+	// next stretch is screened at once, before Coraza starts on its
+	// first rule: that rule is then not evaluated in vain. Screening a
+	// stretch that a jump skips after all only costs time.
+	boundary bool
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -101,10 +110,15 @@ func (st *txState) marks(tx txCalls) bool {
 
 // Evaluate implements plugintypes.Operator.
 func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
-	if ix := t.b.index.Load(); ix != nil {
+	ix := t.b.index.Load()
+	if ix != nil {
 		ix.screenOnce(tx, t.seg)
 	}
-	return t.op.Evaluate(tx, value)
+	matched := t.op.Evaluate(tx, value)
+	if !matched && t.boundary && ix != nil {
+		ix.screenOnce(tx, t.seg+1)
+	}
+	return matched
 }
 
 // screenOnce runs the screen of one stretch of the transaction's current
