@@ -1,9 +1,7 @@
 package fastpath
 
 import (
-	"html"
 	"io/fs"
-	"net/url"
 	"os"
 	"regexp"
 	"regexp/syntax"
@@ -11,7 +9,6 @@ import (
 	"testing"
 
 	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
-	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 )
 
@@ -57,52 +54,11 @@ func crsPatterns(t testing.TB) []string {
 }
 
 // attackCorpus returns the strings of the CRS regression tests (payloads,
-// URIs, header values) in a few decoded forms, plus some hand-written ones.
+// URIs, header values) in a few decoded forms, plus hand-written edge
+// cases (internal/crscorpus).
 func attackCorpus(t testing.TB) []string {
 	t.Helper()
-	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	err := fs.WalkDir(crstests.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		b, err := fs.ReadFile(crstests.FS, path)
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			line = strings.TrimSpace(line)
-			k := strings.Index(line, ": ")
-			if k < 0 {
-				continue
-			}
-			v := strings.Trim(strings.TrimSpace(line[k+2:]), `"'`)
-			add(v)
-			if u, err := url.QueryUnescape(v); err == nil {
-				add(u)
-				add(strings.ToLower(u))
-				add(html.UnescapeString(u))
-				add(strings.Join(strings.Fields(u), ""))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{
-		"1' UNION SELECT password FROM users--", "<script>alert(1)</script>", "../../etc/passwd",
-		"; cat /etc/passwd", "${jndi:ldap://x}", "sElEcT * fRoM t", "ſelect", "\u212aill",
-	} {
-		add(s)
-	}
-	return out
+	return corpus(t)
 }
 
 // sampled is every fourth value of corpus, which keeps the corpus tests

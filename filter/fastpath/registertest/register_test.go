@@ -48,7 +48,7 @@ func TestInstance(t *testing.T) {
 		`SecRule ARGS "@detectSQLi" "id:10,phase:2,pass,nolog,capture"`,
 		`SecRule ARGS "@detectXSS" "id:11,phase:2,pass,nolog"`,
 		`SecRule ARGS "@contains %{tx.x}" "id:12,phase:2,pass,nolog"`,
-		`SecRule ARGS "@eq 1" "id:13,phase:2,pass,nolog"`,
+		`SecRule ARGS "@ipMatch 127.0.0.1" "id:13,phase:2,pass,nolog"`,
 		`SecRule ARGS "@contains  spaced  " "id:14,phase:2,pass,nolog"`,
 		`SecRule ARGS "@contains say \"hi\"" "id:15,phase:2,pass,nolog"`,
 	)
@@ -93,7 +93,7 @@ func TestInstance(t *testing.T) {
 		t.Error("no instance for a macro argument")
 	}
 	for _, tc := range [][2]string{
-		{"eq", "1"},                  // not this package's
+		{"ipmatch", "127.0.0.1"},     // not this package's
 		{"pm", "never compiled"},     // no rule
 		{"pmFromFile", "words.data"}, // names are lower case
 		{"contains", " spaced "},     // arguments are trimmed
@@ -103,12 +103,13 @@ func TestInstance(t *testing.T) {
 			t.Errorf("Instance(%q, %q): found", tc[0], tc[1])
 		}
 	}
-	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss"} {
+	for _, name := range []string{"rx", "pm", "pmfromfile", "pmf", "contains", "beginswith", "endswith", "streq", "within", "detectsqli", "detectxss",
+		"validatebyterange", "eq", "ge", "gt", "le", "lt"} {
 		if !fastpath.Owns(name) {
 			t.Errorf("Owns(%q) = false", name)
 		}
 	}
-	if fastpath.Owns("eq") || fastpath.Owns("ipmatch") {
+	if fastpath.Owns("ipmatch") || fastpath.Owns("validateurlencoding") {
 		t.Error("Owns claims a built-in")
 	}
 
