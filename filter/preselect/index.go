@@ -390,7 +390,10 @@ type phaseIndex struct {
 	// node.vars stands for vars[i].
 	vars  []variables.RuleVariable
 	multi []*srule // multiMatch rules, screened without the trie
-	pool  sync.Pool
+	// open[i] is the number of rules below node i (itself included): a
+	// screen starts from a copy and counts down as rules are kept.
+	open []int32
+	pool sync.Pool
 }
 
 // srule is one rule the screen may remove.
@@ -521,10 +524,12 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			if pi == nil {
 				continue
 			}
+			pi.open = make([]int32, len(pi.nodes))
 			for _, n := range pi.nodes {
 				for _, r := range n.rules {
 					for a := n; a != nil; a = a.parent {
 						a.vars |= r.vars
+						pi.open[a.idx]++
 					}
 				}
 			}

@@ -147,7 +147,12 @@ func (ix *Index) screenOnce(tx plugintypes.TransactionState, seg int) {
 	}
 	if st.phase != phase {
 		st.phase = phase
-		st.done = make([]bool, len(ix.parts[phase]))
+		if n := len(ix.parts[phase]); cap(st.done) < n {
+			st.done = make([]bool, n)
+		} else {
+			st.done = st.done[:n]
+			clear(st.done)
+		}
 		if st.values == nil {
 			st.values = map[variables.RuleVariable][]types.MatchData{}
 		}
@@ -177,12 +182,7 @@ func (pi *phaseIndex) getScratch() *scratch {
 		s = &scratch{kept: make([]bool, len(pi.rules)), open: make([]int32, len(pi.nodes))}
 	}
 	clear(s.kept)
-	clear(s.open)
-	for _, n := range pi.nodes {
-		for a := n; a != nil && len(n.rules) != 0; a = a.parent {
-			s.open[a.idx] += int32(len(n.rules))
-		}
-	}
+	copy(s.open, pi.open)
 	return s
 }
 
