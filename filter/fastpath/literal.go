@@ -55,13 +55,24 @@ func newLiteralFilter(re *syntax.Regexp) *literalFilter {
 	return f
 }
 
-// mayMatch reports whether value contains one of the literals, or is not
-// ASCII.
+// mayMatch reports whether value contains one of the literals, or one of
+// the two non-ASCII runes that fold to ASCII letters.
+//
+// The literals are ASCII, and a match of a literal in the pattern is a run
+// of runes that each equal, or case-fold to, the literal's bytes. Under
+// Unicode simple folding only U+212A (Kelvin sign, folds to k) and U+017F
+// (long s, folds to s) stand for ASCII letters, so a value without them
+// matches a literal only where its bytes do, ignoring ASCII case. Other
+// non-ASCII bytes (UTF-8 or not: the regexp reads invalid bytes as U+FFFD)
+// never belong to such a run and are skipped.
 func (f *literalFilter) mayMatch(value string) bool {
 	for i := 0; i < len(value); i++ {
 		c := value[i]
 		if c >= 0x80 {
-			return true
+			if foldsToASCII(value[i:]) {
+				return true
+			}
+			continue
 		}
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
@@ -72,6 +83,18 @@ func (f *literalFilter) mayMatch(value string) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// foldsToASCII reports whether s starts with the UTF-8 encoding of U+212A
+// (E2 84 AA) or U+017F (C5 BF).
+func foldsToASCII(s string) bool {
+	switch {
+	case len(s) >= 3 && s[0] == 0xE2 && s[1] == 0x84 && s[2] == 0xAA:
+		return true
+	case len(s) >= 2 && s[0] == 0xC5 && s[1] == 0xBF:
+		return true
 	}
 	return false
 }

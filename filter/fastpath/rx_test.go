@@ -81,6 +81,12 @@ func sampled(corpus []string) []string {
 func TestLiteralFilterNeverRejectsAMatch(t *testing.T) {
 	patterns := crsPatterns(t)
 	corpus := sampled(attackCorpus(t))
+	// Non-ASCII variants: other runes around and inside the value, and the
+	// two runes that fold to ASCII letters in place of k and s.
+	folds := strings.NewReplacer("k", "\u212a", "K", "\u212a", "s", "\u017f", "S", "\u017f")
+	for _, v := range corpus[:len(corpus)/2] {
+		corpus = append(corpus, "\u00e9"+v+"\xff", strings.ReplaceAll(v, " ", " \u00a0"), folds.Replace(v))
+	}
 	filtered, rejected, matched := 0, 0, 0
 	for _, p := range patterns {
 		expr := "(?sm)" + p
@@ -123,7 +129,7 @@ func TestRequired(t *testing.T) {
 		{`x{0,3}`, nil},
 		{`(?i)[Ss]leep\(`, []string{"leep("}},
 		{`^$`, nil},
-		{`(?i)k`, []string{"k"}}, // the Kelvin sign is not ASCII: passed anyway
+		{`(?i)k`, []string{"k"}}, // the Kelvin sign: mayMatch lets it through
 		{`foo|.*`, nil},
 	} {
 		parsed, err := syntax.Parse("(?sm)"+tc.expr, syntax.Perl)
@@ -144,9 +150,15 @@ func TestRequired(t *testing.T) {
 func TestMayMatch(t *testing.T) {
 	parsed, _ := syntax.Parse(`(?i)union\s+select`, syntax.Perl)
 	f := newLiteralFilter(parsed)
+	if !regexp.MustCompile(`(?i)union\s+select`).MatchString("union \u017felect") {
+		t.Fatal("the long s should match s")
+	}
 	for v, want := range map[string]bool{
 		"1 UNION SELECT": true, "SeLeCt": true, "nothing here": false, "": false,
-		"unio": false, "caf\u00e9": true, // non-ASCII: always the regexp's call
+		"unio": false, "caf\u00e9": false, "\u00e9 union \u00e9select": true,
+		"\xff\xfeSELECT\xe2\x84": true, "\xe2\x84": false, "\xc5": false,
+		// The runes that fold to ASCII letters: the regexp matches these.
+		"union \u017felect": true, "union \u017fELECT": true,
 	} {
 		if got := f.mayMatch(v); got != want {
 			t.Errorf("mayMatch(%q) = %v, want %v", v, got, want)

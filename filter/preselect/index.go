@@ -389,7 +389,6 @@ type phaseIndex struct {
 	// vars are the collections the rules read; bit i of srule.vars and
 	// node.vars stands for vars[i].
 	vars  []variables.RuleVariable
-	multi []*srule // multiMatch rules, screened without the trie
 	// open[i] is the number of rules below node i (itself included): a
 	// screen starts from a copy and counts down as rules are kept.
 	open []int32
@@ -402,11 +401,13 @@ type srule struct {
 	idx   int
 	judge func(string) bool // the operator's decision (fastpath.Judge)
 	vars  uint64
-	node  *node                        // where its chain ends in the trie
-	chain []plugintypes.Transformation // multiMatch rules only
+	node  *node // where its chain ends in the trie
+	multi bool  // judged at every node of its path where the value changed
 }
 
 // node is one transformation chain prefix; the root is the value as read.
+// A rule is judged at the node where its chain ends; a multiMatch rule at
+// every node of its path, root included.
 type node struct {
 	name     string
 	fn       plugintypes.Transformation
@@ -525,12 +526,10 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				continue
 			}
 			pi.open = make([]int32, len(pi.nodes))
-			for _, n := range pi.nodes {
-				for _, r := range n.rules {
-					for a := n; a != nil; a = a.parent {
-						a.vars |= r.vars
-						pi.open[a.idx]++
-					}
+			for _, r := range pi.rules {
+				for a := r.node; a != nil; a = a.parent {
+					a.vars |= r.vars
+					pi.open[a.idx]++
 				}
 			}
 		}
@@ -605,19 +604,26 @@ func (pi *phaseIndex) add(r observed, inSkipWindow bool, facts directiveFacts) s
 	if !ok {
 		return reasonMacro
 	}
-	sr := &srule{id: r.id, idx: len(pi.rules), judge: judge, vars: vars}
+	sr := &srule{id: r.id, idx: len(pi.rules), judge: judge, vars: vars, multi: multi}
 	pi.rules = append(pi.rules, sr)
-	if multi {
-		sr.chain = chain
-		pi.multi = append(pi.multi, sr)
-		return ""
-	}
+	// Coraza evaluates a multiMatch rule on the value as read and on every
+	// value a transformation of its chain changed
+	// (corazawaf.Rule.executeTransformationsMultimatch): the screen judges
+	// it at the nodes of its path where the value changed.
 	n := pi.root
+	if multi {
+		n.rules = append(n.rules, sr)
+	}
 	for i, fn := range chain {
 		n = n.child(names[i], fn, pi)
+		if multi {
+			n.rules = append(n.rules, sr)
+		}
 	}
 	sr.node = n
-	n.rules = append(n.rules, sr)
+	if !multi {
+		n.rules = append(n.rules, sr)
+	}
 	return ""
 }
 

@@ -205,12 +205,7 @@ func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm txCalls, values
 		for _, md := range vals {
 			value := md.Value()
 			if s.open[0] != 0 && pi.root.vars&bit != 0 {
-				pi.visit(s, pi.root, value, bit)
-			}
-			for _, r := range pi.multi {
-				if !s.kept[r.idx] && r.vars&bit != 0 && multiMatches(r, value) {
-					s.kept[r.idx] = true
-				}
+				pi.visit(s, pi.root, value, true, bit)
 			}
 		}
 	}
@@ -224,17 +219,19 @@ func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm txCalls, values
 	return removed
 }
 
-// visit evaluates the rules whose chain ends at n on value (already
-// transformed by the chain to n), then goes down the children that still
-// have undecided rules reading this collection.
-func (pi *phaseIndex) visit(s *scratch, n *node, value string, bit uint64) {
+// visit evaluates the rules judged at n on value (already transformed by
+// the chain to n), then goes down the children that still have undecided
+// rules reading this collection. changed says whether n's transformation
+// changed the value: a multiMatch rule is judged only on changed values,
+// as Coraza collects them.
+func (pi *phaseIndex) visit(s *scratch, n *node, value string, changed bool, bit uint64) {
 	for _, r := range n.rules {
-		if s.kept[r.idx] || r.vars&bit == 0 {
+		if s.kept[r.idx] || r.vars&bit == 0 || (r.multi && !changed) {
 			continue
 		}
 		if r.judge(value) {
 			s.kept[r.idx] = true
-			for a := n; a != nil; a = a.parent {
+			for a := r.node; a != nil; a = a.parent {
 				s.open[a.idx]--
 			}
 		}
@@ -243,32 +240,12 @@ func (pi *phaseIndex) visit(s *scratch, n *node, value string, bit uint64) {
 		if s.open[c.idx] == 0 || c.vars&bit == 0 {
 			continue
 		}
-		out, _, err := c.fn(value)
+		out, changed, err := c.fn(value)
 		if err != nil {
 			// Coraza keeps the previous value when a transformation
 			// fails (corazawaf.Rule.transformArg).
-			out = value
+			out, changed = value, false
 		}
-		pi.visit(s, c, out, bit)
+		pi.visit(s, c, out, changed, bit)
 	}
-}
-
-// multiMatches reports whether a multiMatch rule's operator matches the
-// value as read or any changed value along its chain, the values Coraza
-// evaluates for such a rule (corazawaf.Rule.executeTransformationsMultimatch).
-func multiMatches(r *srule, value string) bool {
-	if r.judge(value) {
-		return true
-	}
-	for _, fn := range r.chain {
-		out, changed, err := fn(value)
-		if err != nil || !changed {
-			continue
-		}
-		value = out
-		if r.judge(value) {
-			return true
-		}
-	}
-	return false
 }
