@@ -388,7 +388,7 @@ type phaseIndex struct {
 	nodes []*node
 	// vars are the collections the rules read; bit i of srule.vars and
 	// node.vars stands for vars[i].
-	vars  []variables.RuleVariable
+	vars []variables.RuleVariable
 	// open[i] is the number of rules below node i (itself included): a
 	// screen starts from a copy and counts down as rules are kept.
 	open []int32
