@@ -183,12 +183,15 @@ func Fuzz(perTarget string) error {
 }
 
 // Soak runs the long soak through the host: 10 minutes of the traffic mix at
-// a fixed rate, then 60 seconds of overload against the admission cap; it
-// fails on any unexpected answer or a gauge left above 0.
+// a fixed rate, then 60 seconds of overload against the admission cap; then
+// the long form of the memory overload reproduction (waves of up to 128
+// JSON POSTs and 640 uploads of 1 MB on one VM, and the same uploads with
+// the memory guard off, which must kill the VM). It fails on any
+// unexpected answer, a gauge left above 0 or a failed guarded VM.
 func Soak() error {
 	mg.Deps(Build)
-	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_SOAK_SECONDS=600", "WAFGUARD_SOAK_OVERLOAD_SECONDS=60"},
-		"go", "test", "./faults", "-run", "^TestSoak_ci$", "-count=1", "-v", "-timeout", "30m")
+	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_SOAK_SECONDS=600", "WAFGUARD_SOAK_OVERLOAD_SECONDS=60", "WAFGUARD_OVERLOAD_FULL=1"},
+		"go", "test", "./faults", "-run", "^(TestSoak_ci|TestMemory_overload)$", "-count=1", "-v", "-timeout", "40m")
 }
 
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in

@@ -54,7 +54,12 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}
-	if p.guard, err = admission.New(cfg.Admission, admission.HostStore{}); err != nil {
+	mem, err := admission.ParseMemoryConfig(cfg.Memory)
+	if err != nil {
+		proxywasm.LogCritical(err.Error())
+		return types.OnPluginStartStatusFailed
+	}
+	if p.guard, err = admission.New(cfg.Admission, admission.HostStore{}, admission.WithMemory(mem)); err != nil {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math"
 	"testing"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
@@ -79,5 +80,42 @@ func BenchmarkGuard_off(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		g.Wrap(2, next).OnHttpRequestHeaders(3, true)
+	}
+}
+
+// liveOnly is the Go runtime's live-heap reading without the memory limit,
+// so that a benchmark does not change the test process's limit.
+type liveOnly struct{ *goRuntime }
+
+func (liveOnly) envLimit() (string, bool) { return "", false }
+func (liveOnly) setLimit(int64) int64     { return math.MaxInt64 }
+
+// BenchmarkGuard_memory is BenchmarkGuard_admitRelease with only the memory
+// guard on, reading the real runtime's live heap per stream: the cost the
+// memory guard adds to every admitted stream.
+func BenchmarkGuard_memory(b *testing.B) {
+	mc, err := ParseMemoryConfig([]byte(`{"max_heap_bytes": 4294967296}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(nil, newFakeProcess().store(""), WithMemory(mc), withMemRuntime(liveOnly{newGoRuntime()}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.host, g.meter = &nopHost{headers: [][2]string{{"content-length", "15000"}}}, newFakeMetrics()
+	if err := g.Start(); err != nil {
+		b.Fatal(err)
+	}
+	inner := &types.DefaultHttpContext{}
+	next := func(uint32) types.HttpContext { return inner }
+	s := &stream{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		*s = stream{g: g, next: next, ai: -1}
+		if s.OnHttpRequestHeaders(3, true) != types.ActionContinue {
+			b.Fatal("refused")
+		}
+		s.OnHttpStreamDone()
 	}
 }

@@ -43,6 +43,9 @@ type Config struct {
 	// MaxInflight caps the streams in flight in the process (all VMs that
 	// share SharedDataKey in one vm_id). 0 turns the process cap off.
 	MaxInflight int
+	// MaxInflightPerVM caps the streams in flight in this VM (one Envoy
+	// worker), counted locally. 0 turns it off.
+	MaxInflightPerVM int
 	// RetryAfterSeconds is the base Retry-After of a 429.
 	RetryAfterSeconds int
 	// RetryAfterMaxSeconds caps the base after it grows with the overload.
@@ -90,6 +93,7 @@ func (c *Config) capOn() bool { return c.MaxInflight > 0 || len(c.PerAuthority) 
 // the error names the key and shows the offending JSON value.
 type rawConfig struct {
 	MaxInflight          json.RawMessage `json:"max_inflight"`
+	MaxInflightPerVM     json.RawMessage `json:"max_inflight_per_vm"`
 	RetryAfterSeconds    json.RawMessage `json:"retry_after_seconds"`
 	RetryAfterMaxSeconds json.RawMessage `json:"retry_after_max_seconds"`
 	MaxRequestBodyBytes  json.RawMessage `json:"max_request_body_bytes"`
@@ -104,7 +108,7 @@ type rawConfig struct {
 	RejectHeaders        json.RawMessage `json:"reject_headers"`
 }
 
-const rawConfigKeys = "max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers"
+const rawConfigKeys = "max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers"
 
 type rawAuthority struct {
 	MaxInflight json.RawMessage `json:"max_inflight"`
@@ -146,6 +150,10 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	if c.RetryAfterMaxSeconds, err = intField("admission.retry_after_max_seconds", r.RetryAfterMaxSeconds, c.RetryAfterMaxSeconds,
 		c.RetryAfterSeconds, maxRetryAfter,
 		fmt.Sprintf("an integer (seconds) from retry_after_seconds (%d) to %d", c.RetryAfterSeconds, maxRetryAfter)); err != nil {
+		return Config{}, err
+	}
+	if c.MaxInflightPerVM, err = intField("admission.max_inflight_per_vm", r.MaxInflightPerVM, 0, 0, maxInflightLimit,
+		"0 (off) or a positive integer (streams in flight in one VM)"); err != nil {
 		return Config{}, err
 	}
 	body, err := intField("admission.max_request_body_bytes", r.MaxRequestBodyBytes, 0, 0, maxBodyBytesLimit,

@@ -82,7 +82,7 @@ func TestNew_badConfig(t *testing.T) {
 		{"huge cap", `{"max_inflight": 99999999999}`,
 			`admission.max_inflight: got 99999999999, want 0 (off) or a positive integer`},
 		{"unknown key", `{"max_in_flight": 10}`,
-			`admission: unknown key "max_in_flight", want one of max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`},
+			`admission: unknown key "max_in_flight", want one of max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`},
 		{"not an object", `[1]`,
 			`admission: got [1], want an object`},
 		{"number", `5`,

@@ -18,6 +18,11 @@ const (
 	MetricRejectedAuthority = "wafguard_admission_rejected_reason=authority_cap"
 	MetricRejectedBodySize  = "wafguard_admission_rejected_reason=body_size"
 	MetricRejectedCAS       = "wafguard_admission_rejected_reason=cas_exhausted"
+	MetricRejectedVMCap     = "wafguard_admission_rejected_reason=vm_cap"
+	MetricRejectedMemory    = "wafguard_admission_rejected_reason=memory"
+	MetricHeapLive          = "wafguard_memory_heap_live_bytes"
+	MetricHeapReserved      = "wafguard_memory_reserved_bytes"
+	MetricHeapBudget        = "wafguard_memory_budget_bytes"
 	MetricInflight          = "wafguard_admission_inflight"
 	MetricCASConflicts      = "wafguard_admission_cas_conflicts"
 	MetricCASExhausted      = "wafguard_admission_cas_exhausted"
@@ -33,6 +38,8 @@ const (
 	rejectedCap
 	rejectedAuthority
 	rejectedCAS
+	rejectedVMCap
+	rejectedMemory
 )
 
 // Guard caps the HTTP streams in flight across every VM of one process and
@@ -62,6 +69,8 @@ type Guard struct {
 	id    uint64 // member id in shared data
 	beat  int64  // heartbeat (unix ms) written with this member's entry
 	local uint32 // slots held by streams of this Guard
+	vm    uint32 // streams of this Guard admitted and not done
+	mem   memGuard
 	auth  []authSlot
 	index map[string]int // lower-case authority -> index in auth
 
@@ -87,6 +96,7 @@ type authSlot struct {
 
 type metrics struct {
 	admitted, rejectedCap, rejectedAuthority, rejectedBody, rejectedCAS counter
+	rejectedVMCap, rejectedMemory                                       counter
 	conflicts, exhausted, repaired, storeErrors                         counter
 	inflight                                                            gauge
 }
@@ -137,10 +147,17 @@ func (g *Guard) Config() Config { return g.cfg }
 // registers this member in shared data. Call it from OnPluginStart. With
 // admission off it does nothing.
 func (g *Guard) Start() error {
-	if !g.capOn && g.cfg.MaxRequestBodyBytes == 0 {
+	if g.mem.rt != nil {
+		if err := g.mem.start(g.meter); err != nil {
+			return err
+		}
+	}
+	if !g.capOn && g.cfg.MaxRequestBodyBytes == 0 && g.cfg.MaxInflightPerVM == 0 && !g.mem.on {
 		return nil
 	}
 	g.m = metrics{
+		rejectedVMCap:     g.meter.counter(MetricRejectedVMCap),
+		rejectedMemory:    g.meter.counter(MetricRejectedMemory),
 		admitted:          g.meter.counter(MetricAdmitted),
 		rejectedCap:       g.meter.counter(MetricRejectedCap),
 		rejectedAuthority: g.meter.counter(MetricRejectedAuthority),
@@ -162,21 +179,28 @@ func (g *Guard) Start() error {
 	for s := g.cfg.RetryAfterSeconds; s <= g.cfg.RetryAfterSeconds+(g.cfg.RetryAfterSeconds+1)/2; s++ {
 		g.replyHeaders(s)
 	}
-	if g.capOn {
+	if g.capOn || g.mem.on {
 		if err := g.host.setTickPeriod(uint32(g.cfg.TickPeriodMS)); err != nil {
 			return errors.New("admission: setting the tick period: " + err.Error())
 		}
+	}
+	if g.capOn {
 		g.register()
 	}
 	g.enabled = true
 	return nil
 }
 
-// OnTick publishes this member's heartbeat and counts, and removes members
-// whose heartbeat is older than stale_after_ms, returning their slots. Call
-// it from the plugin's OnTick.
+// OnTick publishes the VM's live heap (with the memory guard on) and this
+// member's heartbeat and counts, and removes members whose heartbeat is
+// older than stale_after_ms, returning their slots. Call it from the
+// plugin's OnTick.
 func (g *Guard) OnTick() {
-	if !g.enabled || !g.capOn {
+	if !g.enabled {
+		return
+	}
+	g.mem.refresh()
+	if !g.capOn {
 		return
 	}
 	g.publishedRejects = g.windowRejects

@@ -41,6 +41,11 @@ type stream struct {
 
 	held    bool
 	replied bool
+	// counted is true from admission until OnHttpStreamDone: the stream
+	// counts against max_inflight_per_vm and holds reserved bytes of the
+	// VM's heap budget.
+	counted  bool
+	reserved int64
 
 	// Request body accounting: when the previous body callback paused,
 	// Envoy reports the size of everything buffered since then, else the
@@ -50,13 +55,35 @@ type stream struct {
 	bodyTotal  int64
 }
 
-// OnHttpRequestHeaders implements types.HttpContext.
+// OnHttpRequestHeaders implements types.HttpContext. The checks run from
+// the cheapest to the one that writes shared data, so a stream refused
+// locally never touches the process-wide count: the body-size limit (413),
+// this VM's memory (429, or 413 for a body that could never fit), the
+// per-VM cap, then the process-wide and per-authority caps.
 func (s *stream) OnHttpRequestHeaders(numHeaders int, endOfStream bool) types.Action {
 	g := s.g
-	if limit := g.cfg.MaxRequestBodyBytes; limit > 0 {
-		if cl, ok := g.host.requestHeader("content-length"); ok && httpsyntax.ContentLengthOver(cl, limit) {
-			return s.reply413()
+	var cl int64
+	if limit := g.cfg.MaxRequestBodyBytes; limit > 0 || g.mem.on {
+		if v, ok := g.host.requestHeader("content-length"); ok {
+			if limit > 0 && httpsyntax.ContentLengthOver(v, limit) {
+				return s.reply413()
+			}
+			cl, _ = httpsyntax.ContentLength(v)
 		}
+	}
+	var need int64
+	if g.mem.on {
+		need = g.mem.need(cl)
+		switch g.mem.grow(0, need) {
+		case memNever:
+			return s.reply413()
+		case memFull:
+			return s.reply429(rejectedMemory, -1)
+		}
+	}
+	if g.cfg.MaxInflightPerVM > 0 && g.vm >= uint32(g.cfg.MaxInflightPerVM) {
+		g.mem.release(need)
+		return s.reply429(rejectedVMCap, -1)
 	}
 	if g.capOn {
 		ai := -1
@@ -66,10 +93,16 @@ func (s *stream) OnHttpRequestHeaders(numHeaders int, endOfStream bool) types.Ac
 			}
 		}
 		if v := g.acquire(ai); v != admitted {
+			g.mem.release(need)
 			return s.reply429(v, ai)
 		}
 		s.held, s.ai = true, ai
+	} else {
+		g.m.admitted.Increment(1) // acquire counts the others
 	}
+	s.reserved = need
+	s.counted = true
+	g.vm++
 	s.inner = s.next(s.id)
 	if s.inner == nil {
 		return types.ActionContinue
@@ -82,13 +115,27 @@ func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action 
 	if s.replied {
 		return types.ActionPause
 	}
-	if limit := s.g.cfg.MaxRequestBodyBytes; limit > 0 {
+	g := s.g
+	if limit := g.cfg.MaxRequestBodyBytes; limit > 0 || g.mem.on {
 		if !s.bodyPaused {
 			s.bodyBase = s.bodyTotal
 		}
 		s.bodyTotal = s.bodyBase + int64(bodySize)
-		if s.bodyTotal > limit {
+		if limit > 0 && s.bodyTotal > limit {
 			return s.reply413()
+		}
+		// A body longer than its Content-Length (or without one)
+		// reserves as it arrives; past the budget the stream is refused
+		// like a new one (429), or 413 when it alone could never fit.
+		if g.mem.on {
+			need := g.mem.need(s.bodyTotal)
+			switch g.mem.grow(s.reserved, need) {
+			case memNever:
+				return s.reply413()
+			case memFull:
+				return s.reply429(rejectedMemory, -1)
+			}
+			s.reserved = max(s.reserved, need)
 		}
 	}
 	if s.inner == nil {
@@ -140,6 +187,12 @@ func (s *stream) OnHttpStreamDone() {
 		s.held = false
 		s.g.release(s.ai)
 	}
+	if s.counted {
+		s.counted = false
+		s.g.vm--
+		s.g.mem.release(s.reserved)
+		s.reserved = 0
+	}
 	if s.inner != nil {
 		s.inner.OnHttpStreamDone()
 	}
@@ -154,6 +207,12 @@ func (s *stream) reply429(v verdict, ai int) types.Action {
 	case rejectedAuthority:
 		g.m.rejectedAuthority.Increment(1)
 		capN = g.auth[ai].cap
+	case rejectedVMCap:
+		g.m.rejectedVMCap.Increment(1)
+		capN = uint32(g.cfg.MaxInflightPerVM)
+	case rejectedMemory:
+		g.m.rejectedMemory.Increment(1)
+		capN = max(g.vm, 1)
 	default:
 		g.m.rejectedCAS.Increment(1)
 		if ai >= 0 && capN == 0 {

@@ -21,30 +21,31 @@ import (
 type lenient struct {
 	DirectivesMap map[string][]string `json:"directives_map"`
 	Admission     json.RawMessage     `json:"admission"`
+	Memory        json.RawMessage     `json:"memory"`
 }
 
 // Check parses the plugin configuration data and compiles every rule set. It
 // returns nil when the plugin would start with it, else one error per
 // problem, joined with errors.Join: the first error in the filter's own keys
 // (the same text as the plugin's critical log line), then one per rule set
-// that does not compile, in name order, then the admission error. Each
+// that does not compile, in name order, then the admission error, then the memory error. Each
 // message names the key or the rule set.
 //
 // Data that is not a JSON object gives only the decoding error.
 func Check(data []byte) error {
 	var errs []error
 	var sets map[string][]string
-	var adm json.RawMessage
+	var adm, mem json.RawMessage
 	cfg, err := filter.ParseConfig(data)
 	if err == nil {
-		sets, adm = cfg.DirectivesMap, cfg.Admission
+		sets, adm, mem = cfg.DirectivesMap, cfg.Admission, cfg.Memory
 	} else {
 		errs = append(errs, err)
 		var l lenient
 		if json.Unmarshal(data, &l) != nil {
 			return errors.Join(errs...)
 		}
-		sets, adm = l.DirectivesMap, l.Admission
+		sets, adm, mem = l.DirectivesMap, l.Admission, l.Memory
 	}
 	names := make([]string, 0, len(sets))
 	for name := range sets {
@@ -60,6 +61,9 @@ func Check(data []byte) error {
 		if _, err := admission.ParseConfig(adm); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := admission.ParseMemoryConfig(mem); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

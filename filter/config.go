@@ -27,6 +27,10 @@ type Config struct {
 	// Admission is the admission guard's configuration, left undecoded for
 	// the admission package; nil when the key is absent.
 	Admission json.RawMessage `json:"admission"`
+	// Memory is the VM heap budget and the memory side of admission,
+	// left undecoded for the admission package (ParseMemoryConfig); nil
+	// when the key is absent, which gives the defaults.
+	Memory json.RawMessage `json:"memory"`
 
 	// JSONLog adds one JSON line per transaction to the proxy log.
 	JSONLog bool `json:"json_log"`
@@ -70,7 +74,7 @@ var defaultDirectives = []string{
 }
 
 // configKeys lists the top-level keys, for error messages.
-const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, " +
+const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, " +
 	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection"
 
 // ParseConfig decodes and validates the plugin configuration. Empty data (or

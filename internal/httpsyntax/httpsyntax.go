@@ -26,6 +26,26 @@ func ContentLengthOver(cl string, limit int64) bool {
 	return n > limit
 }
 
+// ContentLength parses a Content-Length value: ok is false when it is not a
+// decimal number (Envoy's codec rejects those before any filter runs); an
+// overlong number gives 1<<62.
+func ContentLength(cl string) (n int64, ok bool) {
+	if cl == "" {
+		return 0, false
+	}
+	for i := 0; i < len(cl); i++ {
+		c := cl[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (1<<62)/10 {
+			return 1 << 62, true
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // Token reports whether s is an RFC 9110 token (a header name, a media type
 // part).
 func Token(s string) bool {

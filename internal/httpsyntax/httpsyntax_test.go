@@ -40,3 +40,18 @@ func TestFieldValue(t *testing.T) {
 		}
 	}
 }
+
+func TestContentLength(t *testing.T) {
+	for _, tc := range []struct {
+		cl string
+		n  int64
+		ok bool
+	}{
+		{"0", 0, true}, {"1048576", 1 << 20, true}, {"", 0, false}, {"-1", 0, false}, {"12a", 0, false},
+		{" 5", 0, false}, {"99999999999999999999999", 1 << 62, true},
+	} {
+		if n, ok := ContentLength(tc.cl); n != tc.n || ok != tc.ok {
+			t.Errorf("ContentLength(%q) = %d, %v, want %d, %v", tc.cl, n, ok, tc.n, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
+)
+
+// Defaults of the memory object. docs/admission.md explains each choice.
+const (
+	// DefaultMaxHeapBytes leaves a quarter of the engine's 1 GiB linear
+	// memory (Envoy's --wasm_max_mem_pages default, 16,384 pages) for
+	// what the Go runtime holds besides the heap and for fragmentation:
+	// linear memory never shrinks.
+	DefaultMaxHeapBytes = 768 << 20
+	// DefaultStreamReserveBytes is what an admitted stream reserves before
+	// its body: a transaction of the CRS on a JSON POST of the bench pool
+	// holds about 0.2-0.5 MiB while it is open.
+	DefaultStreamReserveBytes = 256 << 10
+	// DefaultBodyReserveFactor is what each request body byte reserves:
+	// the body is held by the filter and by Coraza, and parsed into
+	// arguments.
+	DefaultBodyReserveFactor = 2
+)
+
+// Bounds of the memory keys.
+const (
+	minHeapBytes        = 16 << 20
+	maxHeapBytes        = 4 << 30 // a wasm32 linear memory
+	maxStreamReserve    = 1 << 30
+	maxBodyReserveRatio = 64
+)
+
+// MemoryConfig is the validated memory object of the plugin configuration.
+type MemoryConfig struct {
+	// MaxHeapBytes is this VM's heap budget: the Go runtime's soft memory
+	// limit, and the level past which new streams are answered 429. 0
+	// turns both off. GOMEMLIMIT in the VM's environment wins over it.
+	MaxHeapBytes int64
+	// StreamReserveBytes is reserved by every admitted stream.
+	StreamReserveBytes int64
+	// BodyReserveFactor × the request body size is reserved on top,
+	// from Content-Length before the body arrives, else as it streams.
+	BodyReserveFactor int64
+}
+
+type rawMemory struct {
+	MaxHeapBytes       json.RawMessage `json:"max_heap_bytes"`
+	StreamReserveBytes json.RawMessage `json:"stream_reserve_bytes"`
+	BodyReserveFactor  json.RawMessage `json:"body_reserve_factor"`
+}
+
+const rawMemoryKeys = "max_heap_bytes, stream_reserve_bytes, body_reserve_factor"
+
+// ParseMemoryConfig decodes and validates the plugin configuration's memory
+// object. A nil or empty raw gives the defaults (the guard on).
+func ParseMemoryConfig(raw json.RawMessage) (MemoryConfig, error) {
+	c := MemoryConfig{
+		MaxHeapBytes:       DefaultMaxHeapBytes,
+		StreamReserveBytes: DefaultStreamReserveBytes,
+		BodyReserveFactor:  DefaultBodyReserveFactor,
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return c, nil
+	}
+	var r rawMemory
+	if err := decodeStrict(raw, &r); err != nil {
+		return MemoryConfig{}, objectError("memory", raw, rawMemoryKeys, err)
+	}
+	heap, err := intField("memory.max_heap_bytes", r.MaxHeapBytes, int(c.MaxHeapBytes), 0, maxHeapBytes,
+		fmt.Sprintf("0 (off) or bytes from %d (16 MiB) to %d (4 GiB), e.g. 805306368 for 768 MiB", minHeapBytes, maxHeapBytes))
+	if err == nil && heap != 0 && heap < minHeapBytes {
+		err = fmt.Errorf("memory.max_heap_bytes: got %d, want 0 (off) or at least %d (16 MiB): the rule sets alone take more", heap, minHeapBytes)
+	}
+	if err != nil {
+		return MemoryConfig{}, err
+	}
+	c.MaxHeapBytes = int64(heap)
+	reserve, err := intField("memory.stream_reserve_bytes", r.StreamReserveBytes, int(c.StreamReserveBytes), 0, maxStreamReserve,
+		fmt.Sprintf("bytes from 0 to %d", maxStreamReserve))
+	if err != nil {
+		return MemoryConfig{}, err
+	}
+	c.StreamReserveBytes = int64(reserve)
+	factor, err := intField("memory.body_reserve_factor", r.BodyReserveFactor, int(c.BodyReserveFactor), 0, maxBodyReserveRatio,
+		fmt.Sprintf("an integer from 0 to %d (bytes reserved per request body byte)", maxBodyReserveRatio))
+	if err != nil {
+		return MemoryConfig{}, err
+	}
+	c.BodyReserveFactor = int64(factor)
+	return c, nil
+}
+
+// memRuntime is the Go runtime as the memory guard uses it; tests replace it.
+type memRuntime interface {
+	// envLimit returns GOMEMLIMIT from the VM's environment.
+	envLimit() (string, bool)
+	// setLimit is debug.SetMemoryLimit.
+	setLimit(int64) int64
+	// collect runs a garbage collection.
+	collect()
+	// live is the heap the last collection found live.
+	live() uint64
+}
+
+// goRuntime is memRuntime on the running Go runtime.
+type goRuntime struct{ sample []rtmetrics.Sample }
+
+func newGoRuntime() *goRuntime {
+	return &goRuntime{sample: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+}
+
+func (*goRuntime) envLimit() (string, bool) { return os.LookupEnv("GOMEMLIMIT") }
+func (*goRuntime) setLimit(n int64) int64   { return debug.SetMemoryLimit(n) }
+func (*goRuntime) collect()                 { runtime.GC() }
+func (r *goRuntime) live() uint64 {
+	rtmetrics.Read(r.sample)
+	if r.sample[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return r.sample[0].Value.Uint64()
+}
+
+// memGuard is the memory side of a Guard: a heap budget for this VM and
+// the reservations of its open streams.
+//
+// A new stream needs reserve + factor × Content-Length. It is admitted when
+//
+//	max(live, baseline + reserved) + need <= budget
+//
+// where live is the heap the last collection found live (it lags, but it
+// counts what reservations underestimate), baseline the live heap at
+// plugin start (the compiled rule sets), and reserved the sum of the
+// reservations of the open streams (it counts a burst before any
+// collection has seen it). A stream whose need alone does not fit
+// (baseline + need > budget) can never be served and is answered 413; any
+// other refusal is a 429 with reason memory. A body without Content-Length
+// reserves as it arrives, under the same rule.
+type memGuard struct {
+	rt       memRuntime
+	cfg      MemoryConfig
+	on       bool
+	budget   int64
+	baseline int64
+	reserved int64
+	fromEnv  bool // the budget is GOMEMLIMIT's
+
+	heapGauge, reservedGauge, budgetGauge gauge
+	heapShown, reservedShown              int64
+}
+
+// memVerdict is the outcome of a reservation.
+type memVerdict uint8
+
+const (
+	memFits memVerdict = iota
+	memFull
+	memNever
+)
+
+// start sets the budget and the runtime's memory limit, and measures the
+// baseline. It fails when the rule sets already take the whole budget.
+func (m *memGuard) start(me meter) error {
+	if env, ok := m.rt.envLimit(); ok && env != "" {
+		// The runtime parsed GOMEMLIMIT at start-up; reading the limit
+		// back (a negative argument changes nothing) gives its value.
+		m.fromEnv = true
+		m.budget = m.rt.setLimit(-1)
+	} else if m.cfg.MaxHeapBytes > 0 {
+		m.budget = m.cfg.MaxHeapBytes
+		m.rt.setLimit(m.budget)
+	}
+	if m.budget <= 0 || m.budget == math.MaxInt64 {
+		m.budget = 0
+		return nil // off: max_heap_bytes 0, or GOMEMLIMIT=off
+	}
+	m.rt.collect()
+	m.baseline = int64(m.rt.live())
+	if m.baseline >= m.budget {
+		src := fmt.Sprintf("memory.max_heap_bytes (%d)", m.budget)
+		if m.fromEnv {
+			src = fmt.Sprintf("GOMEMLIMIT (%d bytes)", m.budget)
+		}
+		return fmt.Errorf("memory: %s is not above the heap the rule sets already use (%d MiB after loading); raise it", src, m.baseline>>20)
+	}
+	m.on = true
+	m.heapGauge = me.gauge(MetricHeapLive)
+	m.reservedGauge = me.gauge(MetricHeapReserved)
+	m.budgetGauge = me.gauge(MetricHeapBudget)
+	m.budgetGauge.Add(m.budget)
+	m.refresh()
+	return nil
+}
+
+// WithMemory turns the memory guard on with cfg (see memGuard); without it
+// the Guard never looks at memory. The plugin passes it; native tests of
+// the other features leave it out, since natively the heap is the whole
+// test process's.
+func WithMemory(cfg MemoryConfig) Option {
+	return func(g *Guard) { g.mem.cfg, g.mem.rt = cfg, newGoRuntime() }
+}
+
+// withMemRuntime replaces the Go runtime under the memory guard (tests).
+func withMemRuntime(rt memRuntime) Option { return func(g *Guard) { g.mem.rt = rt } }
+
+// need is what a stream with a request body of n bytes reserves.
+func (m *memGuard) need(n int64) int64 {
+	if n > (maxHeapBytes<<1)/max(m.cfg.BodyReserveFactor, 1) {
+		return math.MaxInt64 / 2 // more than any budget
+	}
+	return m.cfg.StreamReserveBytes + m.cfg.BodyReserveFactor*n
+}
+
+// grow reserves more for a stream that holds have and now needs need.
+func (m *memGuard) grow(have, need int64) memVerdict {
+	if need <= have {
+		return memFits
+	}
+	if m.baseline+need > m.budget {
+		return memNever
+	}
+	used := max(int64(m.rt.live()), m.baseline+m.reserved)
+	if used+need-have > m.budget {
+		return memFull
+	}
+	m.reserved += need - have
+	m.showReserved()
+	return memFits
+}
+
+// release returns a stream's reservation.
+func (m *memGuard) release(n int64) {
+	if n == 0 {
+		return
+	}
+	m.reserved -= n
+	m.showReserved()
+}
+
+func (m *memGuard) showReserved() {
+	m.reservedGauge.Add(m.reserved - m.reservedShown)
+	m.reservedShown = m.reserved
+}
+
+// refresh publishes the live heap; called at start and on every tick.
+func (m *memGuard) refresh() {
+	if !m.on {
+		return
+	}
+	live := int64(m.rt.live())
+	m.heapGauge.Add(live - m.heapShown)
+	m.heapShown = live
+}

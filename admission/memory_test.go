@@ -1,0 +1,295 @@
+package admission
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+)
+
+// fakeRuntime is the Go runtime under the memory guard: a settable live
+// heap, a recorded memory limit, an optional GOMEMLIMIT.
+type fakeRuntime struct {
+	heap     uint64
+	limit    int64
+	sets     []int64
+	env      string
+	hasEnv   bool
+	collects int
+}
+
+func (r *fakeRuntime) envLimit() (string, bool) { return r.env, r.hasEnv }
+func (r *fakeRuntime) setLimit(n int64) int64 {
+	old := r.limit
+	if n >= 0 {
+		r.limit = n
+		r.sets = append(r.sets, n)
+	}
+	return old
+}
+func (r *fakeRuntime) collect()     { r.collects++ }
+func (r *fakeRuntime) live() uint64 { return r.heap }
+
+const mib = 1 << 20
+
+// newMemGuard starts a guard with the memory guard on a fake runtime whose
+// live heap is 64 MiB (the baseline).
+func newMemGuard(t *testing.T, admission, memory string, rt *fakeRuntime, h host, m meter) (*Guard, error) {
+	t.Helper()
+	mc, err := ParseMemoryConfig([]byte(memory))
+	if err != nil {
+		t.Fatalf("ParseMemoryConfig(%s): %v", memory, err)
+	}
+	var raw []byte
+	if admission != "" {
+		raw = []byte(admission)
+	}
+	g, err := New(raw, newFakeProcess().store(""), WithClock(newFakeClock()), WithMemory(mc), withMemRuntime(rt))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	g.host, g.meter = h, m
+	return g, g.Start()
+}
+
+// memStream opens a stream with the given request headers and returns it
+// with the action of its request headers.
+func memStream(g *Guard, h *fakeHost, inner *innerFactory, headers ...[2]string) (types.HttpContext, types.Action) {
+	h.headers = headers
+	s := g.Wrap(uint32(inner.created+100), inner.new)
+	return s, s.OnHttpRequestHeaders(len(headers), false)
+}
+
+func cl(n int) [2]string { return [2]string{"content-length", itoa(n)} }
+
+
+// TestMemory_budget: with a 96 MiB budget over a 64 MiB baseline and
+// 1 MiB + 2×body per stream, streams are admitted while the sum fits, at
+// the limit exactly too; the next is answered 429 (reason memory) with a
+// Retry-After; a body that could never fit is 413; done streams give
+// their reservation back, and the gauges return to 0.
+func TestMemory_budget(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576, "body_reserve_factor": 2}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.limit != 96*mib || rt.collects != 1 {
+		t.Fatalf("memory limit %d after %d collections, want %d after one", rt.limit, rt.collects, 96*mib)
+	}
+	if got := m.get(MetricHeapBudget); got != 96*mib {
+		t.Errorf("%s = %d, want %d", MetricHeapBudget, got, 96*mib)
+	}
+	if got := m.get(MetricHeapLive); got != 64*mib {
+		t.Errorf("%s = %d, want %d", MetricHeapLive, got, 64*mib)
+	}
+	// Each stream: 1 MiB + 2 × 7.5 MiB = 16 MiB; two fit in 32 MiB.
+	var open []types.HttpContext
+	for i := 0; i < 2; i++ {
+		s, act := memStream(g, h, inner, cl(15*mib/2))
+		if act != types.ActionContinue || len(h.replies) != 0 {
+			t.Fatalf("stream %d: refused (%+v) with %d MiB reserved", i, h.replies, g.mem.reserved/mib)
+		}
+		open = append(open, s)
+	}
+	if got := m.get(MetricHeapReserved); got != 32*mib {
+		t.Fatalf("%s = %d, want %d (at the budget exactly)", MetricHeapReserved, got, 32*mib)
+	}
+	s3, act := memStream(g, h, inner, cl(0))
+	if act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 429 || h.replies[0].headers[0][0] != "retry-after" {
+		t.Fatalf("third stream: action %v replies %+v, want a 429 with Retry-After", act, h.replies)
+	}
+	if got := m.get(MetricRejectedMemory); got != 1 {
+		t.Errorf("%s = %d, want 1", MetricRejectedMemory, got)
+	}
+	s3.OnHttpStreamDone()
+	// 1 MiB + 2 × 16 MiB > 96 - 64 MiB even with nothing else open: 413.
+	s4, _ := memStream(g, h, inner, cl(16*mib))
+	if len(h.replies) != 2 || h.replies[1].status != 413 {
+		t.Fatalf("a body that can never fit: replies %+v, want 413", h.replies)
+	}
+	s4.OnHttpStreamDone()
+	for _, s := range open {
+		s.OnHttpStreamDone()
+		s.OnHttpStreamDone() // once only
+	}
+	if g.mem.reserved != 0 || m.get(MetricHeapReserved) != 0 || g.vm != 0 {
+		t.Fatalf("after done: reserved %d, gauge %d, streams %d; want 0", g.mem.reserved, m.get(MetricHeapReserved), g.vm)
+	}
+	if _, act := memStream(g, h, inner, cl(15*mib/2)); act != types.ActionContinue || len(h.replies) != 2 {
+		t.Fatalf("after the others are done a stream must fit again: %+v", h.replies)
+	}
+	if inner.created != 3 {
+		t.Errorf("inner contexts created %d, want 3 (refused streams create none)", inner.created)
+	}
+}
+
+// TestMemory_liveHeap: the heap the last collection found live counts
+// when it is above what the reservations account for.
+func TestMemory_liveHeap(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.heap = 96*mib - 512<<10 // half a reservation left
+	if _, act := memStream(g, h, inner); act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 429 {
+		t.Fatalf("live heap near the budget: action %v replies %+v, want 429", act, h.replies)
+	}
+	g.OnTick()
+	if got := m.get(MetricHeapLive); got != int64(rt.heap) {
+		t.Errorf("%s after a tick = %d, want %d", MetricHeapLive, got, rt.heap)
+	}
+	rt.heap = 70 * mib
+	if _, act := memStream(g, h, inner); act == types.ActionPause {
+		t.Fatalf("live heap back down: refused %+v", h.replies)
+	}
+}
+
+// TestMemory_streamingBody: a body without Content-Length reserves as it
+// arrives (Envoy reports the buffered total while the filter pauses); past
+// the budget the stream is answered 429, or 413 once it alone could never
+// fit; the inner filter sees no more of it.
+func TestMemory_streamingBody(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		chunks    []int // bodySize of each callback (the buffered total)
+		paused    bool
+		want      uint32
+		reserved  int64 // after the chunks, for a stream still open
+		innerSeen int
+	}{
+		{"fits", []int{4 * mib, 8 * mib}, true, 0, 1*mib + 16*mib, 2},
+		{"fits in chunks", []int{4 * mib, 4 * mib}, false, 0, 1*mib + 16*mib, 2},
+		{"past the budget while others hold the rest", []int{4 * mib, 12 * mib}, true, 429, 0, 1},
+		{"could never fit", []int{4 * mib, 20 * mib}, true, 413, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &fakeRuntime{heap: 64 * mib}
+			h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+			if tc.paused {
+				inner.bodyAction = types.ActionPause
+			}
+			g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576, "body_reserve_factor": 2}`, rt, h, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another stream holds 8 MiB: 1 MiB + 2 × 3.5 MiB.
+			other, _ := memStream(g, h, inner, cl(7*mib/2))
+			s, _ := memStream(g, h, inner)
+			for i, n := range tc.chunks {
+				s.OnHttpRequestBody(n, i == len(tc.chunks)-1)
+			}
+			switch {
+			case tc.want == 0 && len(h.replies) != 0:
+				t.Fatalf("replies %+v, want none", h.replies)
+			case tc.want != 0 && (len(h.replies) != 1 || h.replies[0].status != tc.want):
+				t.Fatalf("replies %+v, want one %d", h.replies, tc.want)
+			}
+			if got := g.mem.reserved - 8*mib; tc.want == 0 && got != tc.reserved {
+				t.Errorf("reserved %d MiB for the stream, want %d MiB", got/mib, tc.reserved/mib)
+			}
+			got := 0
+			for _, c := range inner.last.calls {
+				if strings.HasPrefix(c, "request_body") {
+					got++
+				}
+			}
+			if got != tc.innerSeen {
+				t.Errorf("inner saw %d body callbacks, want %d", got, tc.innerSeen)
+			}
+			s.OnHttpStreamDone()
+			other.OnHttpStreamDone()
+			if g.mem.reserved != 0 || m.get(MetricHeapReserved) != 0 {
+				t.Errorf("reserved %d after done, want 0", g.mem.reserved)
+			}
+		})
+	}
+}
+
+// TestMemory_start: the budget comes from max_heap_bytes, or from
+// GOMEMLIMIT when the VM's environment sets it (then max_heap_bytes is not
+// applied); GOMEMLIMIT=off or max_heap_bytes 0 turn the memory guard off;
+// a budget the rule sets already fill refuses the plugin start.
+func TestMemory_start(t *testing.T) {
+	h, inner := &fakeHost{}, &innerFactory{}
+
+	rt := &fakeRuntime{heap: 64 * mib, hasEnv: true, env: "200MiB", limit: 200 * mib}
+	g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296}`, rt, h, newFakeMetrics())
+	if err != nil || g.mem.budget != 200*mib || len(rt.sets) != 0 {
+		t.Errorf("GOMEMLIMIT set: err %v, budget %d, limits set %v; want GOMEMLIMIT's 200 MiB and no other limit", err, g.mem.budget, rt.sets)
+	}
+
+	rt = &fakeRuntime{heap: 64 * mib, hasEnv: true, env: "off", limit: math.MaxInt64}
+	g, err = newMemGuard(t, "", "", rt, h, newFakeMetrics())
+	if err != nil || g.mem.on || g.enabled {
+		t.Errorf("GOMEMLIMIT=off: err %v, memory guard on %v, guard on %v; want both off", err, g.mem.on, g.enabled)
+	}
+	if c := g.Wrap(1, inner.new); c != types.HttpContext(inner.last) {
+		t.Errorf("with everything off Wrap must return the inner context itself")
+	}
+
+	rt = &fakeRuntime{heap: 64 * mib, limit: math.MaxInt64}
+	g, err = newMemGuard(t, "", `{"max_heap_bytes": 0}`, rt, h, newFakeMetrics())
+	if err != nil || g.mem.on || len(rt.sets) != 0 {
+		t.Errorf("max_heap_bytes 0: err %v, on %v, limits set %v; want off and no limit", err, g.mem.on, rt.sets)
+	}
+
+	rt = &fakeRuntime{heap: 64 * mib, limit: math.MaxInt64}
+	g, err = newMemGuard(t, "", "", rt, h, newFakeMetrics())
+	if err != nil || g.mem.budget != DefaultMaxHeapBytes || rt.limit != DefaultMaxHeapBytes {
+		t.Errorf("defaults: err %v, budget %d, limit %d; want %d", err, g.mem.budget, rt.limit, DefaultMaxHeapBytes)
+	}
+
+	rt = &fakeRuntime{heap: 64 * mib, limit: math.MaxInt64}
+	_, err = newMemGuard(t, "", `{"max_heap_bytes": 50331648}`, rt, h, newFakeMetrics())
+	if err == nil || !strings.Contains(err.Error(), "memory.max_heap_bytes (50331648)") || !strings.Contains(err.Error(), "64 MiB") {
+		t.Errorf("a budget under the baseline: got %v, want an error naming max_heap_bytes and the 64 MiB in use", err)
+	}
+}
+
+// TestMemory_perVMCap: max_inflight_per_vm counts this VM's streams,
+// rejects at the cap with reason vm_cap, and lets the next in once one is
+// done.
+func TestMemory_perVMCap(t *testing.T) {
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	g := newTestGuard(t, `{"max_inflight_per_vm": 2}`, newFakeProcess().store(""), m, h, newFakeClock())
+	a, _ := memStream(g, h, inner)
+	b, _ := memStream(g, h, inner)
+	c, act := memStream(g, h, inner)
+	if act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 429 || m.get(MetricRejectedVMCap) != 1 {
+		t.Fatalf("third stream: action %v, replies %+v, %s %d; want a 429", act, h.replies, MetricRejectedVMCap, m.get(MetricRejectedVMCap))
+	}
+	c.OnHttpStreamDone()
+	a.OnHttpStreamDone()
+	if _, act := memStream(g, h, inner); act == types.ActionPause {
+		t.Fatalf("after one is done: refused %+v", h.replies)
+	}
+	b.OnHttpStreamDone()
+	if g.vm != 1 || m.get(MetricAdmitted) != 3 {
+		t.Errorf("streams %d, admitted %d; want 1 and 3", g.vm, m.get(MetricAdmitted))
+	}
+}
+
+func TestParseMemoryConfig(t *testing.T) {
+	for _, tc := range []struct{ in, err string }{
+		{`{"max_heap_bytes": 1000}`, "memory.max_heap_bytes: got 1000, want 0 (off) or at least 16777216"},
+		{`{"max_heap_bytes": 5000000000}`, "memory.max_heap_bytes: got 5000000000, want 0 (off) or bytes from"},
+		{`{"max_heap_bytes": "1GiB"}`, `memory.max_heap_bytes: got "1GiB"`},
+		{`{"body_reserve_factor": -1}`, "memory.body_reserve_factor: got -1, want an integer from 0 to 64"},
+		{`{"stream_reserve_bytes": 1.5}`, "memory.stream_reserve_bytes: got 1.5"},
+		{`{"max_heap": 1}`, `memory: unknown key "max_heap", want one of max_heap_bytes, stream_reserve_bytes, body_reserve_factor`},
+		{`[1]`, "memory: got [1], want an object"},
+	} {
+		if _, err := ParseMemoryConfig([]byte(tc.in)); err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+			t.Errorf("ParseMemoryConfig(%s): got %v, want an error starting %q", tc.in, err, tc.err)
+		}
+	}
+	c, err := ParseMemoryConfig([]byte(`{"max_heap_bytes": 536870912, "stream_reserve_bytes": 0, "body_reserve_factor": 4}`))
+	if err != nil || c != (MemoryConfig{MaxHeapBytes: 512 * mib, StreamReserveBytes: 0, BodyReserveFactor: 4}) {
+		t.Errorf("valid config: %+v, %v", c, err)
+	}
+}
