@@ -129,6 +129,9 @@ func checkPluginConfiguration(data string) error {
 	if _, err := admission.ParseConfig(cfg.Admission); err != nil {
 		return err
 	}
+	if _, err := admission.ParseMemoryConfig(cfg.Memory); err != nil {
+		return err
+	}
 	return filter.Check([]byte(data))
 }
 
@@ -265,12 +268,12 @@ func TestBootstrap_brokenPluginConfig(t *testing.T) {
 		{
 			name: "misspelled admission key",
 			old:  `"max_inflight": 256`, new: `"max_inflght": 256`,
-			want: at + `admission: unknown key "max_inflght", want one of max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
+			want: at + `admission: unknown key "max_inflght", want one of max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
 		},
 		{
 			name: "misspelled top-level key",
 			old:  `"default_directives": "crs"`, new: `"default_directive": "crs"`,
-			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection`,
+			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection`,
 		},
 		{
 			name: "metric label without a stats tag",

@@ -378,7 +378,7 @@ var badConfigCases = []badConfigCase{
 	{
 		name:   "unknown key",
 		config: `{"directives": {"a": []}}`,
-		want:   `plugin configuration: unknown key "directives"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection`,
+		want:   `plugin configuration: unknown key "directives"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection`,
 	},
 	{
 		name:   "invalid json",

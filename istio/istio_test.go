@@ -182,6 +182,9 @@ func checkPluginConfiguration(data string) error {
 	if _, err := admission.ParseConfig(cfg.Admission); err != nil {
 		return err
 	}
+	if _, err := admission.ParseMemoryConfig(cfg.Memory); err != nil {
+		return err
+	}
 	return filter.Check([]byte(data))
 }
 
@@ -424,7 +427,7 @@ func TestExamples_brokenCopies(t *testing.T) {
 			old:  "max_inflight: 256", new: "max_inflght: 256",
 			// The plugin's parser names the key; the line is pluginConfig's.
 			lineOf: "pluginConfig:",
-			want:   `wasmplugin.yaml:%d: spec.pluginConfig: admission: unknown key "max_inflght", want one of max_inflight, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
+			want:   `wasmplugin.yaml:%d: spec.pluginConfig: admission: unknown key "max_inflght", want one of max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
 		},
 		{
 			name: "misspelled field in an envoy patch",
