@@ -107,24 +107,45 @@ type memRuntime interface {
 	collect()
 	// live is the heap the last collection found live.
 	live() uint64
+	// inUse is the memory the runtime holds now (heap objects, dead ones
+	// not yet freed included, stacks and runtime metadata), not counting
+	// what it returned: what the soft limit holds under the budget.
+	inUse() uint64
 }
 
 // goRuntime is memRuntime on the running Go runtime.
 type goRuntime struct{ sample []rtmetrics.Sample }
 
 func newGoRuntime() *goRuntime {
-	return &goRuntime{sample: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	return &goRuntime{sample: []rtmetrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}}
 }
 
 func (*goRuntime) envLimit() (string, bool) { return os.LookupEnv("GOMEMLIMIT") }
 func (*goRuntime) setLimit(n int64) int64   { return debug.SetMemoryLimit(n) }
 func (*goRuntime) collect()                 { runtime.GC() }
 func (r *goRuntime) live() uint64 {
-	rtmetrics.Read(r.sample)
-	if r.sample[0].Value.Kind() != rtmetrics.KindUint64 {
+	rtmetrics.Read(r.sample[:1])
+	return value(r.sample[0])
+}
+
+func (r *goRuntime) inUse() uint64 {
+	rtmetrics.Read(r.sample[1:])
+	total, released := value(r.sample[1]), value(r.sample[2])
+	if released > total {
 		return 0
 	}
-	return r.sample[0].Value.Uint64()
+	return total - released
+}
+
+func value(s rtmetrics.Sample) uint64 {
+	if s.Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
 }
 
 // memGuard is the memory side of a Guard: a heap budget for this VM and
@@ -141,7 +162,12 @@ func (r *goRuntime) live() uint64 {
 // collection has seen it). A stream whose need alone does not fit
 // (baseline + need > budget) can never be served and is answered 413; any
 // other refusal is a 429 with reason memory. A body without Content-Length
-// reserves as it arrives, under the same rule.
+// reserves as it arrives, under the same rule. When the body is complete,
+// before the WAF reads it, the stream is checked once more against the
+// live heap alone (settled). Both checks also refuse while the runtime
+// holds more than the budget (overLimit): the soft limit keeps it under
+// unless the live heap has outgrown it, which the live figure shows only
+// after the next collection ends.
 type memGuard struct {
 	rt       memRuntime
 	cfg      MemoryConfig
@@ -226,12 +252,31 @@ func (m *memGuard) grow(have, need int64) memVerdict {
 		return memNever
 	}
 	used := max(int64(m.rt.live()), m.baseline+m.reserved)
-	if used+need-have > m.budget {
+	if used+need-have > m.budget || m.overLimit() {
 		return memFull
 	}
 	m.reserved += need - have
 	m.showReserved()
 	return memFits
+}
+
+// settled reports whether the live heap the last collection found, plus
+// what a stream holds, is within the budget: the check before the WAF
+// gets a whole body. An admitted stream's transaction can cost far more
+// than its reservation (rules that keep a cache per value), and a burst
+// admits many streams before any of them reaches that point; by then the
+// collections the budget triggers (the runtime's soft limit) have
+// measured what the earlier ones hold.
+func (m *memGuard) settled(own int64) bool {
+	return int64(m.rt.live())+own <= m.budget && !m.overLimit()
+}
+
+// overLimit reports whether the runtime holds more than the budget now.
+// The soft limit makes the collector hold it under the budget while the
+// live heap allows; past it, the live heap itself is too large, before any
+// collection has finished measuring it.
+func (m *memGuard) overLimit() bool {
+	return int64(m.rt.inUse()) > m.budget
 }
 
 // release returns a stream's reservation.

@@ -12,6 +12,7 @@ import (
 // heap, a recorded memory limit, an optional GOMEMLIMIT.
 type fakeRuntime struct {
 	heap     uint64
+	garbage  uint64 // held besides the live heap
 	limit    int64
 	sets     []int64
 	env      string
@@ -28,8 +29,9 @@ func (r *fakeRuntime) setLimit(n int64) int64 {
 	}
 	return old
 }
-func (r *fakeRuntime) collect()     { r.collects++ }
-func (r *fakeRuntime) live() uint64 { return r.heap }
+func (r *fakeRuntime) collect()      { r.collects++ }
+func (r *fakeRuntime) live() uint64  { return r.heap }
+func (r *fakeRuntime) inUse() uint64 { return r.heap + r.garbage }
 
 const mib = 1 << 20
 
@@ -62,7 +64,6 @@ func memStream(g *Guard, h *fakeHost, inner *innerFactory, headers ...[2]string)
 }
 
 func cl(n int) [2]string { return [2]string{"content-length", itoa(n)} }
-
 
 // TestMemory_budget: with a 96 MiB budget over a 64 MiB baseline and
 // 1 MiB + 2×body per stream, streams are admitted while the sum fits, at
@@ -127,7 +128,9 @@ func TestMemory_budget(t *testing.T) {
 }
 
 // TestMemory_liveHeap: the heap the last collection found live counts
-// when it is above what the reservations account for.
+// when it is above what the reservations account for, at the headers and
+// again when the body is complete; so does memory the runtime holds past
+// the budget.
 func TestMemory_liveHeap(t *testing.T) {
 	rt := &fakeRuntime{heap: 64 * mib}
 	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
@@ -144,8 +147,36 @@ func TestMemory_liveHeap(t *testing.T) {
 		t.Errorf("%s after a tick = %d, want %d", MetricHeapLive, got, rt.heap)
 	}
 	rt.heap = 70 * mib
-	if _, act := memStream(g, h, inner); act == types.ActionPause {
+	s, act := memStream(g, h, inner, cl(1000))
+	if act == types.ActionPause {
 		t.Fatalf("live heap back down: refused %+v", h.replies)
+	}
+	// Admitted, then the streams before it grew the live heap: the check
+	// before the WAF reads the whole body refuses it.
+	rt.heap = 96*mib - 1*mib
+	if act := s.OnHttpRequestBody(1000, true); act != types.ActionPause || len(h.replies) != 2 || h.replies[1].status != 429 {
+		t.Fatalf("live heap grew while the body arrived: action %v, replies %+v, want a 429", act, h.replies)
+	}
+	if calls := inner.last.calls; len(calls) != 1 {
+		t.Errorf("the inner filter got %q, want only the request headers", calls)
+	}
+	s.OnHttpStreamDone()
+	// The runtime holds more than the budget (the soft limit could not
+	// hold it: the live heap has outgrown it, though no collection has
+	// said so yet): refused at the headers and before the body.
+	rt.heap, rt.garbage = 70*mib, 27*mib
+	if _, act := memStream(g, h, inner); act != types.ActionPause || len(h.replies) != 3 || h.replies[2].status != 429 {
+		t.Fatalf("in use over the budget: action %v replies %+v, want 429", act, h.replies)
+	}
+	rt.garbage = 0
+	s, _ = memStream(g, h, inner, cl(10))
+	rt.garbage = 27 * mib
+	if s.OnHttpRequestBody(10, true); len(h.replies) != 4 || h.replies[3].status != 429 {
+		t.Fatalf("in use over the budget before the body: replies %+v, want a fourth, 429", h.replies)
+	}
+	s.OnHttpStreamDone()
+	if got := m.get(MetricRejectedMemory); got != 4 {
+		t.Errorf("%s = %d, want 4", MetricRejectedMemory, got)
 	}
 }
 

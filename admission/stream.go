@@ -136,6 +136,9 @@ func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action 
 				return s.reply429(rejectedMemory, -1)
 			}
 			s.reserved = max(s.reserved, need)
+			if endOfStream && !g.mem.settled(s.reserved) {
+				return s.reply429(rejectedMemory, -1)
+			}
 		}
 	}
 	if s.inner == nil {
