@@ -199,7 +199,7 @@ func (g *Guard) OnTick() {
 	if !g.enabled {
 		return
 	}
-	g.mem.refresh()
+	g.mem.tick()
 	if !g.capOn {
 		return
 	}

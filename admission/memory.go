@@ -179,6 +179,10 @@ type memGuard struct {
 
 	heapGauge, reservedGauge, budgetGauge gauge
 	heapShown, reservedShown              int64
+
+	// shed is set when a stream was refused for memory since the last
+	// tick, ended when an admitted stream ended.
+	shed, ended bool
 }
 
 // memVerdict is the outcome of a reservation.
@@ -293,7 +297,25 @@ func (m *memGuard) showReserved() {
 	m.reservedShown = m.reserved
 }
 
-// refresh publishes the live heap; called at start and on every tick.
+// tick runs on every tick. The live figure changes only when a collection
+// ends, and a VM that sheds allocates little, so after a burst the figure
+// could keep the streams that have since ended counted, and the VM
+// shedding, until something else triggers a collection. So a tick that
+// follows a refusal for memory, with streams ended since the previous
+// tick, runs one collection: at most one per tick period, only while
+// shedding.
+func (m *memGuard) tick() {
+	if !m.on {
+		return
+	}
+	if m.shed && m.ended {
+		m.rt.collect()
+	}
+	m.shed, m.ended = false, false
+	m.refresh()
+}
+
+// refresh publishes the live heap.
 func (m *memGuard) refresh() {
 	if !m.on {
 		return

@@ -13,6 +13,7 @@ import (
 type fakeRuntime struct {
 	heap     uint64
 	garbage  uint64 // held besides the live heap
+	afterGC  uint64 // when not 0, the live heap the next collection finds
 	limit    int64
 	sets     []int64
 	env      string
@@ -29,7 +30,12 @@ func (r *fakeRuntime) setLimit(n int64) int64 {
 	}
 	return old
 }
-func (r *fakeRuntime) collect()      { r.collects++ }
+func (r *fakeRuntime) collect() {
+	r.collects++
+	if r.afterGC != 0 {
+		r.heap, r.afterGC = r.afterGC, 0
+	}
+}
 func (r *fakeRuntime) live() uint64  { return r.heap }
 func (r *fakeRuntime) inUse() uint64 { return r.heap + r.garbage }
 
@@ -322,5 +328,48 @@ func TestParseMemoryConfig(t *testing.T) {
 	c, err := ParseMemoryConfig([]byte(`{"max_heap_bytes": 536870912, "stream_reserve_bytes": 0, "body_reserve_factor": 4}`))
 	if err != nil || c != (MemoryConfig{MaxHeapBytes: 512 * mib, StreamReserveBytes: 0, BodyReserveFactor: 4}) {
 		t.Errorf("valid config: %+v, %v", c, err)
+	}
+}
+
+// TestMemory_staleAfterBurst: a VM that sheds allocates little, so the
+// live figure of the last collection, taken while a burst was open, would
+// keep it shedding after the burst ends; the next tick after a refusal,
+// with streams ended since, runs one collection, and no more while
+// nothing is refused.
+func TestMemory_staleAfterBurst(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, _ := memStream(g, h, inner)
+	s2, _ := memStream(g, h, inner)
+	rt.heap = 96 * mib // the burst, measured while open
+	s1.OnHttpStreamDone()
+	g.OnTick()
+	if rt.collects != 1 {
+		t.Fatalf("a tick without a refusal collected (%d collections, want the one at start)", rt.collects)
+	}
+	if _, act := memStream(g, h, inner); act != types.ActionPause {
+		t.Fatal("the stale figure should refuse")
+	}
+	g.OnTick() // no stream ended since the last tick: nothing to collect
+	if rt.collects != 1 {
+		t.Fatalf("collected with no stream ended: %d", rt.collects)
+	}
+	s2.OnHttpStreamDone()
+	memStream(g, h, inner)
+	rt.afterGC = 65 * mib
+	g.OnTick()
+	if rt.collects != 2 || m.get(MetricHeapLive) != 65*mib {
+		t.Fatalf("after a refusal and an ended stream: %d collections, live gauge %d; want 2 and %d", rt.collects, m.get(MetricHeapLive), 65*mib)
+	}
+	if _, act := memStream(g, h, inner); act == types.ActionPause {
+		t.Fatalf("after the collection: refused %+v", h.replies)
+	}
+	g.OnTick()
+	if rt.collects != 2 {
+		t.Errorf("a tick with nothing refused collected: %d", rt.collects)
 	}
 }

@@ -194,6 +194,7 @@ func (s *stream) OnHttpStreamDone() {
 		s.counted = false
 		s.g.vm--
 		s.g.mem.release(s.reserved)
+		s.g.mem.ended = true
 		s.reserved = 0
 	}
 	if s.inner != nil {
@@ -215,6 +216,7 @@ func (s *stream) reply429(v verdict, ai int) types.Action {
 		capN = uint32(g.cfg.MaxInflightPerVM)
 	case rejectedMemory:
 		g.m.rejectedMemory.Increment(1)
+		g.mem.shed = true
 		capN = max(g.vm, 1)
 	default:
 		g.m.rejectedCAS.Increment(1)

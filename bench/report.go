@@ -224,7 +224,7 @@ func (r *Report) Markdown() string {
 }
 
 // MaxInflightRun reports whether the server ran with the admission cap.
-func (s *ServerResult) MaxInflightRun() bool { return s.ID == IDWasmCRSCap }
+func (s *ServerResult) MaxInflightRun() bool { return s.ID == IDWasmCRSCap || s.ID == IDWasmCRS128 }
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

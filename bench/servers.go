@@ -41,8 +41,11 @@ type Server struct {
 	// MaxInflight is the admission cap of a Go host server (0: off).
 	MaxInflight int
 	// VMs is the --concurrency of a Go host server (0 means 1).
-	VMs   int
-	start func(ctx context.Context, s *Server, env *Env) (*Running, error)
+	VMs int
+	// Workers, when not 0, replaces the bench's closed-loop workers (and
+	// connections) for this server.
+	Workers int
+	start   func(ctx context.Context, s *Server, env *Env) (*Running, error)
 }
 
 // Running is a started server.
@@ -59,7 +62,11 @@ const (
 	IDNginxModSec = "nginx-modsec"
 	IDNginx       = "nginx"
 	IDWasmCRSCap  = "wasm-crs-cap"
+	IDWasmCRS128  = "wasm-crs-128"
 )
+
+// Workers128 are the connections of the IDWasmCRS128 run.
+const Workers128 = 128
 
 // Servers returns every server of the bench in run order; capInflight and
 // capVMs are the admission cap and the VM count of the IDWasmCRSCap run.
@@ -71,6 +78,7 @@ func Servers(capInflight, capVMs int) []*Server {
 		{ID: IDNginxModSec, Name: "nginx 1 worker + ModSecurity v3 (Debian), same CRS", Path: "proxy_pass -> upstream", WAF: true, start: startNginx},
 		{ID: IDNginx, Name: "nginx 1 worker, no WAF", Path: "proxy_pass -> upstream", start: startNginx},
 		{ID: IDWasmCRSCap, Name: fmt.Sprintf("as %s, admission cap max_inflight=%d, %d VM", IDWasmCRS, capInflight, max(capVMs, 1)), Path: "host -> upstream", WAF: true, CapOf: IDWasmCRS, MaxInflight: capInflight, VMs: capVMs, start: startWafhost},
+		{ID: IDWasmCRS128, Name: fmt.Sprintf("as %s with the shipped defaults (admission cap 256, memory guard 768 MiB), %d connections into 1 VM", IDWasmCRS, Workers128), Path: "host -> upstream", WAF: true, MaxInflight: 256, Workers: Workers128, start: startWafhost},
 	}
 }
 

@@ -177,6 +177,8 @@ func TestMemory_overload(t *testing.T) {
 // as a memory rejection, and the gauges are back at 0.
 func checkOverloadStep(t *testing.T, vm *wasmhost.VM, host *wasmhost.Host, logs func() string, step *overloadStep) {
 	t.Helper()
+	// Envoy ticks every tick_period_ms; the VMs here tick between waves.
+	vm.Tick()
 	shed0 := counter(host, metricRejectedMemory)
 	out := runOverloadStep(t, vm, step)
 	t.Logf("%s: answers %v; VM linear memory %d MiB", step.name, out.statuses, out.peak>>20)

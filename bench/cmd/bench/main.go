@@ -80,7 +80,7 @@ type options struct {
 
 func run() int {
 	var o options
-	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap}
+	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128}
 	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
 	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
 	flag.DurationVar(&o.open, "open", 20*time.Second, "open-loop (fixed rate) run per server")
@@ -196,7 +196,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	buildErrs := map[string]error{}
 	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
 		hostErr := buildHost(ctx, o, env)
-		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap} {
+		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128} {
 			if hostErr != nil {
 				buildErrs[id] = hostErr
 			}
@@ -204,6 +204,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 		if _, err := os.Stat(o.wasm); err != nil && buildErrs[bench.IDWasmCRS] == nil {
 			buildErrs[bench.IDWasmCRS] = fmt.Errorf("%s missing: run `go run mage.go build` first", o.wasm)
 			buildErrs[bench.IDWasmCRSCap] = buildErrs[bench.IDWasmCRS]
+			buildErrs[bench.IDWasmCRS128] = buildErrs[bench.IDWasmCRS]
 		} else if abs, err := filepath.Abs(o.wasm); err == nil {
 			env.MainWasm = abs
 		}
@@ -308,7 +309,11 @@ func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.P
 	if err != nil {
 		return err
 	}
-	closed, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: o.workers, Duration: o.closed, Timeout: o.timeout, Drain: o.drain, Progress: progress("closed loop", o.closed)})
+	workers := o.workers
+	if s.Workers > 0 {
+		workers = s.Workers
+	}
+	closed, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: workers, Duration: o.closed, Timeout: o.timeout, Drain: o.drain, Progress: progress("closed loop", o.closed)})
 	if err != nil {
 		return fmt.Errorf("closed loop: %w", err)
 	}
@@ -317,7 +322,7 @@ func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.P
 		admitted := closed.Throughput * (1 - closed.LimitedShare())
 		openRate = max(0.1, admitted*o.openShare)
 	}
-	open, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: max(1, min(o.workers, int(openRate))), Rate: openRate, Duration: o.open, Timeout: o.timeout, Drain: o.drain, Progress: progress(fmt.Sprintf("open loop %.1f/s", openRate), o.open)})
+	open, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: max(1, min(workers, int(openRate))), Rate: openRate, Duration: o.open, Timeout: o.timeout, Drain: o.drain, Progress: progress(fmt.Sprintf("open loop %.1f/s", openRate), o.open)})
 	if err != nil {
 		return fmt.Errorf("open loop: %w", err)
 	}
