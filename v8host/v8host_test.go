@@ -1,0 +1,76 @@
+package v8host
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/wafguard/wafguard/internal/plugintest"
+)
+
+// startEngine starts Node with build/main.wasm, or skips when Node is not
+// installed (fails instead with WAFGUARD_V8_REQUIRED set, as in CI).
+func startEngine(t *testing.T) *Engine {
+	t.Helper()
+	if _, err := NodePath(); err != nil {
+		if os.Getenv("WAFGUARD_V8_REQUIRED") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	plugintest.Read(t) // skips, or fails with WASM_REQUIRED, without the build
+	e, err := Start(Options{Wasm: plugintest.Path()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+const oneRule = `{"directives_map": {"r": ["SecRuleEngine On",
+  "SecRule ARGS \"@rx <script\" \"id:1,phase:1,deny,status:403,log,t:lowercase\""]},
+  "default_directives": "r", "admission": {"max_inflight": 4}}`
+
+func get(path string) Exchange {
+	return Exchange{
+		Headers:     [][2]string{{":method", "GET"}, {":path", path}, {":authority", "app.example"}, {":scheme", "http"}},
+		RespStatus:  200,
+		RespHeaders: [][2]string{{"content-type", "text/plain"}},
+		RespBody:    [][]byte{[]byte("ok")},
+	}
+}
+
+// TestV8_exchange: the plugin on V8 passes a benign request, blocks an
+// attack with a local reply that went through its own response callbacks,
+// logs the match, counts in shared metrics, and refuses a bad configuration
+// with its critical log line.
+func TestV8_exchange(t *testing.T) {
+	e := startEngine(t)
+	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(oneRule)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := vm.Exchange(get("/?q=hello"))
+	if err != nil || r.Status != 200 || r.LocalReply || !r.Upstream || string(r.Body) != "ok" {
+		t.Fatalf("benign: %+v, %v", r, err)
+	}
+	r, err = vm.Exchange(get("/?q=%3CScript%3E"))
+	if err != nil || r.Status != 403 || !r.LocalReply || r.Upstream {
+		t.Fatalf("attack: %+v, %v", r, err)
+	}
+	logs, err := vm.Logs()
+	if err != nil || !strings.Contains(strings.Join(logs, "\n"), `[id "1"]`) {
+		t.Errorf("logs %q (%v), want the match of rule 1", logs, err)
+	}
+	m, err := e.Metrics()
+	if err != nil || m["wafguard_admission_admitted"] != 2 || m["wafguard_admission_inflight"] != 0 {
+		t.Errorf("metrics: admitted %d, inflight %d (%v); want 2 and 0", m["wafguard_admission_admitted"], m["wafguard_admission_inflight"], err)
+	}
+	if n, err := vm.MemorySize(); err != nil || n == 0 || n > 1<<30 {
+		t.Errorf("linear memory %d (%v)", n, err)
+	}
+	_, err = e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(`{"admission": {"max_inflight": -1}}`)})
+	if err == nil || !strings.Contains(err.Error(), "admission.max_inflight: got -1") {
+		t.Errorf("bad configuration: %v, want the critical log line", err)
+	}
+}
