@@ -1,11 +1,9 @@
 package perf
 
 import (
-	"context"
 	"testing"
 
 	"github.com/wafguard/wafguard/internal/benchreq"
-	"github.com/wafguard/wafguard/wasmhost"
 )
 
 // BenchmarkWasm_pool sends the bench's own traffic (benchreq.Pool: the
@@ -15,36 +13,34 @@ import (
 // 5-25 KB, 10% attacks). Its cpu-ns/op is the per-request cost behind the
 // bench's closed-loop figure; compare with BenchmarkPlugin_pool in
 // filter/ (native). linear-MiB is the VM's linear memory after the
-// sub-benchmark (its peak so far; the sub-benchmarks share one VM):
+// sub-benchmark (its peak so far; the sub-benchmarks share one VM).
+// WAFGUARD_ENGINE=v8 runs it on V8 (v8host) instead of wazero; cpu-ns/op
+// is then the Node process's CPU:
 //
 //	go run mage.go build && go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
+//	WAFGUARD_ENGINE=v8 go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
 func BenchmarkWasm_pool(b *testing.B) {
 	pool, err := benchreq.Pool()
 	if err != nil {
 		b.Fatal(err)
 	}
-	vm := startVM(b, context.Background(), "")
-	run := func(b *testing.B, reqs []*wasmhost.Request, want []int) {
+	vm := startEngineVM(b)
+	run := func(b *testing.B, reqs []*benchreq.Request) {
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := vm.cpu(b)
 		i := 0
 		for b.Loop() {
-			if got := vm.Exchange(context.Background(), reqs[i], upstream).Status; got != want[i] {
-				b.Fatalf("request %d: status %d, want %d", i, got, want[i])
+			if got := vm.exchange(b, reqs[i]); got != reqs[i].WantStatus {
+				b.Fatalf("request %d: status %d, want %d", i, got, reqs[i].WantStatus)
 			}
 			i = (i + 1) % len(reqs)
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(vm.cpu(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		// Linear memory never shrinks: this is the VM's peak so far.
-		b.ReportMetric(float64(vm.MemorySize())/(1<<20), "linear-MiB")
+		b.ReportMetric(float64(vm.memory(b))/(1<<20), "linear-MiB")
 	}
 	for _, class := range benchreq.PoolRuns {
-		var reqs []*wasmhost.Request
-		var want []int
-		for _, r := range benchreq.Select(pool, class) {
-			reqs = append(reqs, wasmRequest(r))
-			want = append(want, r.WantStatus)
-		}
-		b.Run(class, func(b *testing.B) { run(b, reqs, want) })
+		reqs := benchreq.Select(pool, class)
+		b.Run(class, func(b *testing.B) { run(b, reqs) })
 	}
 }
