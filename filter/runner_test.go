@@ -1,16 +1,20 @@
 package filter
 
 import (
+	"errors"
 	"os"
 	"testing"
+
+	"github.com/wafguard/wafguard/v8host"
 )
 
-// This file holds the contract shared by the two runners of the case tables:
+// This file holds the contract shared by the runners of the case tables:
 // the native one (runner_native_test.go, the plugin compiled for the test
 // binary and driven through the SDK's proxytest emulator) and the wasm one
 // (runner_wasm_test.go, build/main.wasm driven through the wasmhost package on
-// wazero, compiled once per test binary). A case is written once and runs in
-// both, as the subtests "go" and "wasm".
+// wazero, compiled once per test binary) and the V8 one (runner_v8_test.go,
+// the same file on Node 26's V8 through the v8host package). A case is
+// written once and runs in all three, as the subtests "go", "wasm" and "v8".
 
 // exchange is one HTTP request and its upstream response, driven through the
 // plugin the way Envoy would drive it.
@@ -81,6 +85,16 @@ func forEachRunner(t *testing.T, f func(t *testing.T, r runner)) {
 				t.Fatalf("wasm runner: %v", err)
 			}
 			t.Skipf("wasm runner: %v (build it with: go run mage.go build)", err)
+		}
+		f(t, r)
+	})
+	t.Run("v8", func(t *testing.T) {
+		r, err := getV8Runner()
+		if err != nil {
+			if os.Getenv("WAFGUARD_V8_REQUIRED") != "" || os.Getenv("WASM_REQUIRED") != "" && !errors.Is(err, v8host.ErrNoNode) {
+				t.Fatalf("v8 runner: %v", err)
+			}
+			t.Skipf("v8 runner: %v", err)
 		}
 		f(t, r)
 	})

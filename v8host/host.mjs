@@ -36,14 +36,17 @@ const dec = new TextDecoder("utf-8", { fatal: false });
 // Process-wide state, as in one Envoy process.
 const shared = new Map(); // vm_id \0 key -> {value: Uint8Array, cas}
 let casCounter = 0;
-const metrics = []; // id -> {type, name, value}
-const metricIds = new Map(); // name -> id
+const metrics = []; // id -> {type, name, value}; a histogram's value is its sample count
+const metricIds = new Map(); // type + name -> id
 
+// defineMetric keys a metric by type and name, as Envoy does: every VM that
+// defines the same one adds to the same value.
 function defineMetric(type, name) {
-  if (metricIds.has(name)) return metricIds.get(name);
+  const key = type + name;
+  if (metricIds.has(key)) return metricIds.get(key);
   const id = metrics.length;
   metrics.push({ type, name, value: 0n });
-  metricIds.set(name, id);
+  metricIds.set(key, id);
   return id;
 }
 
@@ -277,18 +280,23 @@ class VM {
         if (type > 2) return BAD_ARGUMENT;
         return vm.u32(idPtr, defineMetric(type, name)) ? OK : INVALID_MEMORY;
       },
+      // Envoy's Context::incrementMetric: a counter takes only a positive
+      // delta, a gauge adds or subtracts, a histogram is recorded instead.
       proxy_increment_metric(id, delta) {
         const m = metrics[id];
         if (m === undefined) return NOT_FOUND;
-        if (m.type === 2) return BAD_ARGUMENT; // histograms are recorded
+        if (m.type === 2 || (m.type === 0 && delta <= 0n)) return BAD_ARGUMENT;
         m.value = BigInt.asUintN(64, m.value + delta);
         return OK;
       },
+      // Context::recordMetric: a counter adds, a gauge is set, a histogram
+      // records a sample (counted here).
       proxy_record_metric(id, value) {
         const m = metrics[id];
         if (m === undefined) return NOT_FOUND;
-        if (m.type === 0) return BAD_ARGUMENT;
-        m.value = m.type === 1 ? BigInt.asUintN(64, value) : m.value + 1n;
+        if (m.type === 0) m.value = BigInt.asUintN(64, m.value + BigInt.asUintN(64, value));
+        else if (m.type === 1) m.value = BigInt.asUintN(64, value);
+        else m.value += 1n;
         return OK;
       },
       proxy_get_property(pPtr, pLen, vPtr, vLen) {
@@ -334,10 +342,15 @@ class VM {
     switch (tok.join(".")) {
       case "request.protocol":
         return enc.encode(st.info.protocol || "HTTP/1.1");
+      case "source.port":
+        return u64(Number((st.info.source || "127.0.0.1:40000").match(/:(\d+)$/)?.[1] || 0));
+      case "destination.port":
+        return u64(Number((st.info.destination || "127.0.0.1:8080").match(/:(\d+)$/)?.[1] || 0));
+      // Envoy's source.address and destination.address are ip:port.
       case "source.address":
-        return enc.encode((st.info.source || "127.0.0.1:40000").replace(/:\d+$/, ""));
+        return enc.encode(st.info.source || "127.0.0.1:40000");
       case "destination.address":
-        return enc.encode((st.info.destination || "127.0.0.1:8080").replace(/:\d+$/, ""));
+        return enc.encode(st.info.destination || "127.0.0.1:8080");
       case "response.code":
         return st.respStatus ? u64(st.respStatus) : null;
     }
@@ -415,9 +428,15 @@ class Stream {
     const lr = this.pendingReply;
     this.pendingReply = null;
     if (this.out.localReply) return;
-    this.out.localReply = true;
-    this.out.upstream = false;
     this.out.details = lr.details;
+    if (this.respHdrsOut) {
+      // The response headers already went downstream: Envoy can only
+      // reset the stream.
+      this.out.reset = true;
+      this.out.details = "local_reply_after_response_started";
+      return;
+    }
+    this.out.localReply = true;
     const h = [[":status", String(lr.status)]];
     const hasCT = lr.headers.some(([k]) => k.toLowerCase() === "content-type");
     if (lr.body.length > 0) {
@@ -482,7 +501,7 @@ class Stream {
     this.invoke("proxy_on_context_create", this.vm.rootID);
     this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
     if (this.vm.failed) this.failReply();
-    else if (this.pendingReply !== null) this.reply();
+    else if (this.pendingReply !== null) this.reply(); // the upstream never sees the request
     else {
       const r = reqBody.length > 0 ? this.body(false, reqBody) : { done: true };
       if (this.vm.failed) this.failReply();
@@ -499,7 +518,8 @@ class Stream {
         const rb = chunks(this.exDef.resp_body);
         this.respHdrs = rh;
         this.respStatus = this.exDef.resp_status || 200;
-        this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
+        const ha = this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
+        this.respHdrsOut = this.pendingReply === null && (ha === 0 || ha === 2);
         if (this.vm.failed) this.failReply();
         else if (this.pendingReply !== null) this.reply();
         else {
@@ -629,6 +649,7 @@ function handle(req) {
         headers: out.headers,
         body: Buffer.concat(out.body.map((b) => Buffer.from(b))).toString("base64"),
         failed: vm.failed,
+        filter_state: Object.fromEntries([...st.props].map(([k, v]) => [k.replaceAll("\0", "."), dec.decode(v)])),
       };
     }
     case "tick":
@@ -640,7 +661,10 @@ function handle(req) {
       return { logs: l };
     }
     case "metrics":
-      return { metrics: Object.fromEntries(metrics.map((m) => [m.name, m.value.toString()])) };
+      return {
+        metrics: Object.fromEntries(metrics.filter((m) => m.type !== 2).map((m) => [m.name, m.value.toString()])),
+        histograms: Object.fromEntries(metrics.filter((m) => m.type === 2).map((m) => [m.name, m.value.toString()])),
+      };
     case "memory":
       return { bytes: vm.ex.memory.buffer.byteLength, failed: vm.failed };
     case "usage": {

