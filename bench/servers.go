@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/wafguard/wafguard/v8host"
 )
 
 // Env is what starting a server needs.
@@ -63,6 +65,7 @@ const (
 	IDNginx       = "nginx"
 	IDWasmCRSCap  = "wasm-crs-cap"
 	IDWasmCRS128  = "wasm-crs-128"
+	IDWasmCRSV8   = "wasm-crs-v8"
 )
 
 // Workers128 are the connections of the IDWasmCRS128 run.
@@ -78,6 +81,7 @@ func Servers(capInflight, capVMs int) []*Server {
 		{ID: IDNginxModSec, Name: "nginx 1 worker + ModSecurity v3 (Debian), same CRS", Path: "proxy_pass -> upstream", WAF: true, start: startNginx},
 		{ID: IDNginx, Name: "nginx 1 worker, no WAF", Path: "proxy_pass -> upstream", start: startNginx},
 		{ID: IDWasmCRSCap, Name: fmt.Sprintf("as %s, admission cap max_inflight=%d, %d VM", IDWasmCRS, capInflight, max(capVMs, 1)), Path: "host -> upstream", WAF: true, CapOf: IDWasmCRS, MaxInflight: capInflight, VMs: capVMs, start: startWafhost},
+		{ID: IDWasmCRSV8, Name: "Go HTTP front + main.wasm on Node 26's V8 (v8host, TurboFan only, as Envoy), CRS blocking, same configuration as wasm-crs, 1 VM", Path: "front -> upstream", WAF: true, start: startV8},
 		{ID: IDWasmCRS128, Name: fmt.Sprintf("as %s with the shipped defaults (admission cap 256, memory guard 768 MiB), %d connections into 1 VM", IDWasmCRS, Workers128), Path: "host -> upstream", WAF: true, MaxInflight: 256, Workers: Workers128, start: startWafhost},
 	}
 }
@@ -141,6 +145,43 @@ func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 		return nil, err
 	}
 	if err := p.WaitHTTP(ctx, "http://"+admin+"/ready", 200, env.ReadyWait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
+func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
+	if _, err := v8host.NodePath(); err != nil {
+		return nil, err
+	}
+	if env.MainWasm == "" {
+		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
+	}
+	cfgData, err := pluginConfig(s.MaxInflight)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(env.WorkDir, s.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "plugin.json")
+	if err := os.WriteFile(cfg, cfgData, 0o644); err != nil {
+		return nil, err
+	}
+	listen, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	// The front and Node share the server's CPU; GOMAXPROCS=1 as for the
+	// other Go servers.
+	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
+		"serve-v8", "--listen", listen, "--upstream", env.UpstreamURL, "--wasm", env.MainWasm, "--config", cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP(ctx, "http://"+listen+"/", 200, env.ReadyWait); err != nil {
 		p.Stop(2 * time.Second)
 		return nil, err
 	}

@@ -61,7 +61,7 @@ class VM {
     this.rootID = 1;
     this.nextID = 2;
     this.eff = 0;
-    this.stream = null;
+    this.streams = new Map(); // open streams by context id
     this.configReadable = false;
     this.tickMS = 0;
     this.failed = false;
@@ -208,7 +208,7 @@ class VM {
         return OK;
       },
       proxy_set_effective_context(id) {
-        if (id !== vm.rootID && (vm.stream === null || vm.stream.id !== id)) return BAD_ARGUMENT;
+        if (id !== vm.rootID && !vm.streams.has(id)) return BAD_ARGUMENT;
         vm.eff = id;
         return OK;
       },
@@ -318,7 +318,7 @@ class VM {
   }
 
   effStream() {
-    return this.stream !== null && this.eff === this.stream.id ? this.stream : null;
+    return this.streams.get(this.eff) ?? null;
   }
 
   property(tok) {
@@ -491,12 +491,14 @@ class Stream {
   failReply() {
     this.out = { ...this.out, status: 503, localReply: true, upstream: false, details: "wasm_fail_stream", headers: [["content-length", "0"]], body: [] };
   }
-  run() {
-    const chunks = (ex2) => (ex2 || []).map((b) => Buffer.from(b, "base64"));
-    const reqBody = chunks(this.exDef.body);
+  // request runs the request side; it returns true when the request went
+  // to the upstream, which then answers through response. Otherwise the
+  // stream is over (a local reply, a reset, a failed VM).
+  request(ex) {
+    const reqBody = chunks(ex.body);
     if (this.vm.failed) {
       this.failReply();
-      return this.out;
+      return false;
     }
     this.invoke("proxy_on_context_create", this.vm.rootID);
     this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
@@ -509,42 +511,66 @@ class Stream {
       else if (r.overflow) {
         this.pendingReply = { status: 413, details: "request_payload_too_large", body: enc.encode("Payload Too Large"), headers: [], grpc: -1 };
         this.reply();
-      } else if (this.exDef.reset) {
+      } else if (ex.reset) {
         this.out.reset = true;
       } else {
         this.out.upstream = r.done;
-        // The upstream answers.
-        const rh = [[":status", String(this.exDef.resp_status || 200)], ...(this.exDef.resp_headers || []).map(([k, v]) => [k.toLowerCase(), v])];
-        const rb = chunks(this.exDef.resp_body);
-        this.respHdrs = rh;
-        this.respStatus = this.exDef.resp_status || 200;
-        const ha = this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
-        this.respHdrsOut = this.pendingReply === null && (ha === 0 || ha === 2);
-        if (this.vm.failed) this.failReply();
-        else if (this.pendingReply !== null) this.reply();
-        else {
-          const r2 = rb.length > 0 ? this.body(true, rb) : { done: true, released: [] };
-          if (this.vm.failed) this.failReply();
-          else if (r2.replied) this.reply();
-          else if (r2.overflow) {
-            this.pendingReply = { status: 500, details: "response_payload_too_large", body: enc.encode("Internal Server Error"), headers: [], grpc: -1 };
-            this.reply();
-          } else {
-            this.out.status = this.respStatus;
-            this.out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
-            this.out.body = rb.length > 0 ? r2.released : [];
-          }
-        }
+        return true;
       }
     }
+    return false;
+  }
+  // response runs the response side with the upstream's answer.
+  response(status, headers, body) {
+    const rh = [[":status", String(status || 200)], ...(headers || []).map(([k, v]) => [k.toLowerCase(), v])];
+    const rb = chunks(body);
+    this.respHdrs = rh;
+    this.respStatus = status || 200;
+    const ha = this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
+    this.respHdrsOut = this.pendingReply === null && (ha === 0 || ha === 2);
+    if (this.vm.failed) this.failReply();
+    else if (this.pendingReply !== null) this.reply();
+    else {
+      const r2 = rb.length > 0 ? this.body(true, rb) : { done: true, released: [] };
+      if (this.vm.failed) this.failReply();
+      else if (r2.replied) this.reply();
+      else if (r2.overflow) {
+        this.pendingReply = { status: 500, details: "response_payload_too_large", body: enc.encode("Internal Server Error"), headers: [], grpc: -1 };
+        this.reply();
+      } else {
+        this.out.status = this.respStatus;
+        this.out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
+        this.out.body = rb.length > 0 ? r2.released : [];
+      }
+    }
+  }
+  // end runs proxy_on_log, proxy_on_done and proxy_on_delete.
+  end() {
     if (!this.vm.failed) {
       this.invoke("proxy_on_log");
       this.invoke("proxy_on_done");
       this.invoke("proxy_on_delete");
     }
-    return this.out;
+    this.vm.streams.delete(this.id);
+  }
+  result() {
+    const out = this.out;
+    return {
+      stream: this.id,
+      status: out.status,
+      local_reply: out.localReply,
+      upstream: out.upstream,
+      reset: out.reset,
+      details: out.details,
+      headers: out.headers,
+      body: Buffer.concat(out.body.map((b) => Buffer.from(b))).toString("base64"),
+      failed: this.vm.failed,
+      filter_state: Object.fromEntries([...this.props].map(([k, v]) => [k.replaceAll("\0", "."), dec.decode(v)])),
+    };
   }
 }
+
+const chunks = (list) => (list || []).map((b) => Buffer.from(b, "base64"));
 
 function concat(a, b) {
   if (a.length === 0) return Uint8Array.from(b);
@@ -630,27 +656,34 @@ function handle(req) {
       vms.set(id, v);
       return { vm: id };
     }
+    // One whole stream, the upstream's answer given with the request.
     case "exchange": {
-      const st = new Stream(vm, req.exchange);
-      st.exDef = req.exchange;
-      vm.stream = st;
-      let out;
-      try {
-        out = st.run();
-      } finally {
-        vm.stream = null;
-      }
-      return {
-        status: out.status,
-        local_reply: out.localReply,
-        upstream: out.upstream,
-        reset: out.reset,
-        details: out.details,
-        headers: out.headers,
-        body: Buffer.concat(out.body.map((b) => Buffer.from(b))).toString("base64"),
-        failed: vm.failed,
-        filter_state: Object.fromEntries([...st.props].map(([k, v]) => [k.replaceAll("\0", "."), dec.decode(v)])),
-      };
+      const ex = req.exchange;
+      const st = new Stream(vm, ex);
+      vm.streams.set(st.id, st);
+      if (st.request(ex)) st.response(ex.resp_status, ex.resp_headers, ex.resp_body);
+      st.end();
+      return st.result();
+    }
+    // A stream in two steps, for a proxy that asks the upstream in between:
+    // "begin" runs the request side; when the result says upstream (and the
+    // stream is still open), "finish" gives the upstream's answer.
+    case "begin": {
+      const ex = req.exchange;
+      const st = new Stream(vm, ex);
+      vm.streams.set(st.id, st);
+      const open = st.request(ex);
+      if (!open) st.end();
+      return { ...st.result(), open };
+    }
+    case "finish": {
+      const st = vm.streams.get(req.stream);
+      if (st === undefined) throw new Error(`no open stream ${req.stream}`);
+      // No response: the upstream failed, and Envoy's router answers 503.
+      const r = req.response || { status: 503, headers: [["content-type", "text/plain"]], body: [Buffer.from("upstream connect error").toString("base64")] };
+      st.response(r.status, r.headers, r.body);
+      st.end();
+      return st.result();
     }
     case "tick":
       vm.tick();

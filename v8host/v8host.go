@@ -318,6 +318,54 @@ func exchangeJSON(ex Exchange) (map[string]any, error) {
 	return m, nil
 }
 
+// Response is the upstream's answer to a stream begun with Begin.
+type Response struct {
+	Status  int         `json:"status"`
+	Headers [][2]string `json:"headers,omitempty"`
+	Body    [][]byte    `json:"body,omitempty"`
+}
+
+// Pending is a stream whose request went to the upstream.
+type Pending struct {
+	vm     *VM
+	stream int
+}
+
+// Begin runs the request side of a stream (ex's response fields are
+// ignored). When the request passed to the upstream, it returns a Pending
+// to Finish with the upstream's answer; otherwise the stream is over and
+// the Result is what the client got.
+func (vm *VM) Begin(ex Exchange) (*Pending, Result, error) {
+	m, err := exchangeJSON(ex)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	var r struct {
+		Result
+		Stream int  `json:"stream"`
+		Open   bool `json:"open"`
+	}
+	if err := vm.e.call(map[string]any{"op": "begin", "vm": vm.id, "exchange": m}, &r); err != nil {
+		return nil, Result{}, err
+	}
+	if !r.Open {
+		return nil, r.Result, nil
+	}
+	return &Pending{vm: vm, stream: r.Stream}, r.Result, nil
+}
+
+// Finish runs the response side with the upstream's answer, or with
+// Envoy's 503 when resp is nil (the upstream failed), and ends the stream.
+func (p *Pending) Finish(resp *Response) (Result, error) {
+	req := map[string]any{"op": "finish", "vm": p.vm.id, "stream": p.stream}
+	if resp != nil {
+		req["response"] = resp
+	}
+	var r Result
+	err := p.vm.e.call(req, &r)
+	return r, err
+}
+
 // Tick runs the plugin's proxy_on_tick when it set a tick period.
 func (vm *VM) Tick() error { return vm.e.call(map[string]any{"op": "tick", "vm": vm.id}, nil) }
 

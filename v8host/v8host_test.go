@@ -1,8 +1,12 @@
 package v8host
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/wafguard/wafguard/internal/plugintest"
@@ -72,5 +76,43 @@ func TestV8_exchange(t *testing.T) {
 	_, err = e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(`{"admission": {"max_inflight": -1}}`)})
 	if err == nil || !strings.Contains(err.Error(), "admission.max_inflight: got -1") {
 		t.Errorf("bad configuration: %v, want the critical log line", err)
+	}
+}
+
+// TestV8_handler: the HTTP front proxies what the plugin lets through and
+// answers the rest itself, without asking the upstream.
+func TestV8_handler(t *testing.T) {
+	e := startEngine(t)
+	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(oneRule)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("content-type", "text/plain")
+		io.WriteString(w, "from upstream "+r.URL.Query().Get("q"))
+	}))
+	defer up.Close()
+	front := httptest.NewServer(&Handler{VM: vm, Upstream: up.URL})
+	defer front.Close()
+	for _, tc := range []struct {
+		q      string
+		status int
+		body   string
+		hits   int32
+	}{
+		{"hello", 200, "from upstream hello", 1},
+		{"%3Cscript%3E", 403, "", 1},
+	} {
+		resp, err := http.Get(front.URL + "/?q=" + tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || (tc.body != "" && string(b) != tc.body) || hits.Load() != tc.hits {
+			t.Errorf("q=%s: %d %q, upstream hits %d; want %d %q, %d", tc.q, resp.StatusCode, b, hits.Load(), tc.status, tc.body, tc.hits)
+		}
 	}
 }

@@ -38,6 +38,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve-coraza" {
 		os.Exit(serveCoraza(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "serve-v8" {
+		os.Exit(serveV8(os.Args[2:]))
+	}
 	os.Exit(run())
 }
 
@@ -53,6 +56,31 @@ func serveCoraza(args []string) int {
 	defer stop()
 	if err := bench.ServeCoraza(ctx, *listen, *upstream, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "serve-coraza:", err)
+		return 1
+	}
+	return 0
+}
+
+// serveV8 is the V8 server (the plugin on Node 26's V8) the bench starts as
+// a subprocess.
+func serveV8(args []string) int {
+	fs := flag.NewFlagSet("serve-v8", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8081", "address to serve on")
+	upstream := fs.String("upstream", "", "base URL every request is proxied to")
+	wasm := fs.String("wasm", "build/main.wasm", "the plugin")
+	config := fs.String("config", "", "plugin configuration file (JSON)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := os.ReadFile(*config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve-v8:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := bench.ServeV8(ctx, *listen, *upstream, *wasm, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "serve-v8:", err)
 		return 1
 	}
 	return 0
@@ -80,7 +108,7 @@ type options struct {
 
 func run() int {
 	var o options
-	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128}
+	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8}
 	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
 	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
 	flag.DurationVar(&o.open, "open", 20*time.Second, "open-loop (fixed rate) run per server")
@@ -196,7 +224,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	buildErrs := map[string]error{}
 	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
 		hostErr := buildHost(ctx, o, env)
-		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128} {
+		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8} {
 			if hostErr != nil {
 				buildErrs[id] = hostErr
 			}
@@ -205,6 +233,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 			buildErrs[bench.IDWasmCRS] = fmt.Errorf("%s missing: run `go run mage.go build` first", o.wasm)
 			buildErrs[bench.IDWasmCRSCap] = buildErrs[bench.IDWasmCRS]
 			buildErrs[bench.IDWasmCRS128] = buildErrs[bench.IDWasmCRS]
+			buildErrs[bench.IDWasmCRSV8] = buildErrs[bench.IDWasmCRS]
 		} else if abs, err := filepath.Abs(o.wasm); err == nil {
 			env.MainWasm = abs
 		}
