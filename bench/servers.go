@@ -101,6 +101,17 @@ func pluginConfig(maxInflight int) ([]byte, error) {
 	}, "", "  ")
 }
 
+// writeConfig writes a plugin configuration into the server's work
+// directory and returns its path.
+func writeConfig(env *Env, s *Server, data []byte) (string, error) {
+	dir := filepath.Join(env.WorkDir, s.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cfg := filepath.Join(dir, "plugin.json")
+	return cfg, os.WriteFile(cfg, data, 0o644)
+}
+
 func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if env.WafhostBin == "" {
 		return nil, fmt.Errorf("%s: the Go host binary is not built (cmd/wafhost missing?)", s.ID)
@@ -118,12 +129,8 @@ func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if wasm == "" {
 		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
 	}
-	dir := filepath.Join(env.WorkDir, s.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "plugin.json")
-	if err := os.WriteFile(cfg, cfgData, 0o644); err != nil {
+	cfg, err := writeConfig(env, s, cfgData)
+	if err != nil {
 		return nil, err
 	}
 	listen, err := FreeAddr()
@@ -162,12 +169,8 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(env.WorkDir, s.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "plugin.json")
-	if err := os.WriteFile(cfg, cfgData, 0o644); err != nil {
+	cfg, err := writeConfig(env, s, cfgData)
+	if err != nil {
 		return nil, err
 	}
 	listen, err := FreeAddr()

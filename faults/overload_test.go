@@ -37,6 +37,38 @@ const (
 	metricRejectedMemory = "wafguard_admission_rejected_reason=memory"
 )
 
+// poolPosts returns the request of stream i of a wave of the bench pool's
+// JSON POSTs (5-25 KB), cycling through them.
+func poolPosts(t *testing.T) func(i int) ([][2]string, []byte) {
+	t.Helper()
+	pool, err := benchreq.Pool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts := benchreq.Select(pool, "benign_json")
+	return func(i int) ([][2]string, []byte) {
+		r := posts[i%len(posts)]
+		h := append([][2]string{{":method", r.Method}, {":path", r.Path}, {":authority", "localhost"}, {":scheme", "http"}}, r.Headers...)
+		return append(h, [2]string{"content-length", fmt.Sprint(len(r.Body))}), r.Body
+	}
+}
+
+// uploadRequest returns the request of stream i of a wave of multipart
+// uploads of body.
+func uploadRequest(body []byte) func(i int) ([][2]string, []byte) {
+	return func(i int) ([][2]string, []byte) {
+		return [][2]string{{":method", "POST"}, {":path", fmt.Sprintf("/upload/%d", i)}, {":authority", "localhost"}, {":scheme", "http"},
+			{"user-agent", "curl/8.5.0"}, {"accept", "*/*"},
+			{"content-type", "multipart/form-data; boundary=XyZ"}, {"content-length", fmt.Sprint(len(body))}}, body
+	}
+}
+
+// withoutPreselection turns the rule preselection off in an
+// overloadConfig.
+func withoutPreselection(config string) string {
+	return strings.Replace(config, `"default_directives": "crs",`, `"default_directives": "crs", "rule_preselection": false,`, 1)
+}
+
 // overloadStep is one wave of streams held open at once on one VM.
 type overloadStep struct {
 	name    string
@@ -88,23 +120,9 @@ func TestMemory_overload(t *testing.T) {
 		t.Skip("overload: skipped in -short mode")
 	}
 	full := os.Getenv("WAFGUARD_OVERLOAD_FULL") != ""
-	pool, err := benchreq.Pool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	posts := benchreq.Select(pool, "benign_json")
-	post := func(i int) ([][2]string, []byte) {
-		r := posts[i%len(posts)]
-		h := [][2]string{{":method", r.Method}, {":path", r.Path}, {":authority", "localhost"}, {":scheme", "http"}}
-		h = append(h, r.Headers...)
-		return append(h, [2]string{"content-length", fmt.Sprint(len(r.Body))}), r.Body
-	}
+	post := poolPosts(t)
 	upload := uploadBody(uploadSize)
-	uploadReq := func(i int) ([][2]string, []byte) {
-		return [][2]string{{":method", "POST"}, {":path", fmt.Sprintf("/upload/%d", i)}, {":authority", "localhost"}, {":scheme", "http"},
-			{"user-agent", "curl/8.5.0"}, {"accept", "*/*"},
-			{"content-type", "multipart/form-data; boundary=XyZ"}, {"content-length", fmt.Sprint(len(upload))}}, upload
-	}
+	uploadReq := uploadRequest(upload)
 	slowBody := benchreq.JSONBody(64 << 10)
 	slowReq := func(i int) ([][2]string, []byte) {
 		h := [][2]string{{":method", "POST"}, {":path", fmt.Sprintf("/api/slow/%d", i)}, {":authority", "localhost"}, {":scheme", "http"},
@@ -142,7 +160,7 @@ func TestMemory_overload(t *testing.T) {
 	// conditions under which 32 streams killed a VM. The guard's checks
 	// before the body (the live heap, and memory held past the budget)
 	// must shed them instead.
-	unscreened := strings.Replace(overloadConfig(""), `"default_directives": "crs",`, `"default_directives": "crs", "rule_preselection": false,`, 1)
+	unscreened := withoutPreselection(overloadConfig(""))
 	vm, host, logs = startOverloadVM(t, b, unscreened)
 	heavy := []int{32}
 	if full {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wafguard/wafguard/internal/benchreq"
 	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/v8host"
 )
@@ -31,25 +30,9 @@ func TestMemory_overloadV8(t *testing.T) {
 		t.Skip("overload: skipped in -short mode")
 	}
 	full := os.Getenv("WAFGUARD_OVERLOAD_FULL") != ""
-	pool, err := benchreq.Pool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	posts := benchreq.Select(pool, "benign_json")
-	post := func(i int) ([][2]string, []byte) {
-		r := posts[i%len(posts)]
-		h := append([][2]string{{":method", r.Method}, {":path", r.Path}, {":authority", "localhost"}, {":scheme", "http"}}, r.Headers...)
-		return append(h, [2]string{"content-length", fmt.Sprint(len(r.Body))}), r.Body
-	}
-	upload := uploadBody(uploadSize)
-	uploadReq := func(i int) ([][2]string, []byte) {
-		return [][2]string{{":method", "POST"}, {":path", fmt.Sprintf("/upload/%d", i)}, {":authority", "localhost"}, {":scheme", "http"},
-			{"user-agent", "curl/8.5.0"}, {"accept", "*/*"},
-			{"content-type", "multipart/form-data; boundary=XyZ"}, {"content-length", fmt.Sprint(len(upload))}}, upload
-	}
-	unscreened := func(memory string) string {
-		return strings.Replace(overloadConfig(memory), `"default_directives": "crs",`, `"default_directives": "crs", "rule_preselection": false,`, 1)
-	}
+	post := poolPosts(t)
+	uploadReq := uploadRequest(uploadBody(uploadSize))
+	unscreened := func(memory string) string { return withoutPreselection(overloadConfig(memory)) }
 	uploads, budget := 160, `{"max_heap_bytes": 268435456}`
 	if full {
 		// 640 uploads, which kill an unguarded VM on wazero, peaked at

@@ -68,19 +68,7 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 	id := h.InitializeHttpContext()
 	var out outcome
 
-	method, path, authority := ex.method, ex.path, ex.authority
-	if method == "" {
-		method = "GET"
-	}
-	if path == "" {
-		path = "/"
-	}
-	if authority == "" {
-		authority = "localhost"
-	}
-	reqHeaders := append([][2]string{
-		{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"},
-	}, ex.headers...)
+	reqHeaders := ex.requestHeaders()
 
 	// Request path.
 	endOfStream := ex.body == nil && !ex.reset

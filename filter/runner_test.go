@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/wafguard/wafguard/v8host"
@@ -98,4 +99,44 @@ func forEachRunner(t *testing.T, f func(t *testing.T, r runner)) {
 		}
 		f(t, r)
 	})
+}
+
+// requestHeaders is the exchange's request header list as every runner
+// sends it: the pseudo-headers with their defaults, then ex.headers.
+func (ex exchange) requestHeaders() [][2]string {
+	method, path, authority := ex.method, ex.path, ex.authority
+	if method == "" {
+		method = "GET"
+	}
+	if path == "" {
+		path = "/"
+	}
+	if authority == "" {
+		authority = "localhost"
+	}
+	return append([][2]string{{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"}}, ex.headers...)
+}
+
+// upstreamStatus is the exchange's upstream status with its default.
+func (ex exchange) upstreamStatus() int {
+	if ex.respStatus == 0 {
+		return 200
+	}
+	return ex.respStatus
+}
+
+// criticalError is what load returns when a plugin refused to start, as
+// the native runner does: the plugin's critical lines (lines prefixed
+// "critical: "), or hostErr when it wrote none.
+func criticalError(lines []string, hostErr error) error {
+	var crit []string
+	for _, l := range lines {
+		if c, ok := strings.CutPrefix(l, "critical: "); ok {
+			crit = append(crit, c)
+		}
+	}
+	if len(crit) == 0 {
+		return hostErr
+	}
+	return errors.New(strings.Join(crit, "\n"))
 }

@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -74,18 +73,8 @@ func (r *v8Runner) load(t testing.TB, config string) (loadedPlugin, error) {
 	if !ok {
 		vm, err := r.e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config)})
 		if err != nil {
-			// The host's error holds the plugin's log lines; keep the
-			// critical ones, as the other runners do.
-			var crit []string
-			for _, l := range strings.Split(err.Error(), "\n") {
-				if c, ok := strings.CutPrefix(l, "critical: "); ok {
-					crit = append(crit, c)
-				}
-			}
-			if len(crit) == 0 {
-				return nil, err
-			}
-			return nil, errors.New(strings.Join(crit, "\n"))
+			// The host's error holds the plugin's log lines.
+			return nil, criticalError(strings.Split(err.Error(), "\n"), err)
 		}
 		v = &v8VM{vm: vm}
 		r.vms[config] = v
@@ -109,28 +98,14 @@ type v8Plugin struct {
 
 func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
-	method, path, authority := ex.method, ex.path, ex.authority
-	if method == "" {
-		method = "GET"
-	}
-	if path == "" {
-		path = "/"
-	}
-	if authority == "" {
-		authority = "localhost"
-	}
-	status := ex.respStatus
-	if status == 0 {
-		status = 200
-	}
 	res, err := p.v.vm.Exchange(v8host.Exchange{
-		Headers:     append([][2]string{{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"}}, ex.headers...),
+		Headers:     ex.requestHeaders(),
 		Body:        ex.body,
 		Reset:       ex.reset,
 		Source:      wasmInfo.SourceAddress,
 		Destination: wasmInfo.DestinationAddress,
 		Protocol:    wasmInfo.Protocol,
-		RespStatus:  status,
+		RespStatus:  ex.upstreamStatus(),
 		RespHeaders: ex.respHeaders,
 		RespBody:    ex.respBody,
 	})

@@ -2,11 +2,9 @@ package filter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -93,18 +91,7 @@ func (r *wasmRunner) load(t testing.TB, config string) (loadedPlugin, error) {
 			Host: v.host, LogSink: v.sink,
 		})
 		if err != nil {
-			// Like the native runner, the error is the plugin's critical
-			// lines; the host's own error when the plugin wrote none.
-			var crit []string
-			for _, l := range v.log {
-				if strings.HasPrefix(l, "critical: ") {
-					crit = append(crit, strings.TrimPrefix(l, "critical: "))
-				}
-			}
-			if len(crit) == 0 {
-				return nil, err
-			}
-			return nil, errors.New(strings.Join(crit, "\n"))
+			return nil, criticalError(v.log, err)
 		}
 		v.vm = vm
 		r.vms[config] = v
@@ -132,28 +119,14 @@ var wasmInfo = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationA
 
 func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
-	method, path, authority := ex.method, ex.path, ex.authority
-	if method == "" {
-		method = "GET"
-	}
-	if path == "" {
-		path = "/"
-	}
-	if authority == "" {
-		authority = "localhost"
-	}
 	req := &wasmhost.Request{
-		Headers: append([][2]string{{":method", method}, {":path", path}, {":authority", authority}, {":scheme", "http"}}, ex.headers...),
+		Headers: ex.requestHeaders(),
 		Body:    ex.body,
 		Reset:   ex.reset,
 		Info:    wasmInfo,
 	}
-	status := ex.respStatus
-	if status == 0 {
-		status = 200
-	}
 	up := wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamRequest) (*wasmhost.Response, error) {
-		return &wasmhost.Response{Status: status, Headers: ex.respHeaders, Body: ex.respBody}, nil
+		return &wasmhost.Response{Status: ex.upstreamStatus(), Headers: ex.respHeaders, Body: ex.respBody}, nil
 	})
 	res := p.v.vm.Exchange(context.Background(), req, up)
 	p.filterState = res.FilterState
