@@ -119,7 +119,7 @@ func wasmSources() ([]string, error) {
 	return dirs, nil
 }
 
-// Lint checks formatting (gofmt) and runs go vet. (The wasm target is
+// Lint checks formatting (gofmt), that go.mod and go.sum are tidy, and runs go vet. (The wasm target is
 // checked by Build: go vet for wasip1 would also compile the tests, whose
 // proxytest emulator only builds natively.)
 func Lint() error {
@@ -129,6 +129,9 @@ func Lint() error {
 	}
 	if files := strings.TrimSpace(string(out)); files != "" {
 		return fmt.Errorf("lint: files not gofmt-formatted (run gofmt -w):\n%s", files)
+	}
+	if out, err := exec.Command("go", "mod", "tidy", "-diff").CombinedOutput(); err != nil {
+		return fmt.Errorf("lint: go.mod or go.sum is not tidy (run go mod tidy):\n%s", out)
 	}
 	return run(nil, "go", "vet", "./...")
 }
