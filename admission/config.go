@@ -268,7 +268,9 @@ func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) 
 	out := make(map[string]AuthorityConfig, len(m))
 	for _, k := range keys {
 		path := fmt.Sprintf("admission.per_authority[%q]", k)
-		name := strings.ToLower(k)
+		// The same reading of :authority as the rule-set choice
+		// (httpsyntax.AuthorityHost), with the port kept.
+		name := httpsyntax.AuthorityWithPort(k)
 		if name == "" {
 			return nil, errors.New(`admission.per_authority: got key "", want an authority such as "example.com" or "example.com:8080"`)
 		}

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Metric names, defined once in Start. Labels are in the name, as in
@@ -549,16 +550,16 @@ func (g *Guard) next() uint64 {
 }
 
 // authorityIndex returns the per_authority entry for an :authority value:
-// the exact (lower-case) value first, then the host without its port.
+// the authority with its port first, then its host alone, both in
+// httpsyntax's normal form.
 func (g *Guard) authorityIndex(a string) int {
-	a = strings.ToLower(a) // no allocation when already lower case
-	if i, ok := g.index[a]; ok {
+	// httpsyntax's reading, shared with the rule-set choice: lower case,
+	// no trailing dot; no allocation for an authority in that form.
+	if i, ok := g.index[httpsyntax.AuthorityWithPort(a)]; ok {
 		return i
 	}
-	if c := strings.LastIndexByte(a, ':'); c > 0 && !strings.HasSuffix(a, "]") {
-		if i, ok := g.index[a[:c]]; ok {
-			return i
-		}
+	if i, ok := g.index[httpsyntax.AuthorityHost(a)]; ok {
+		return i
 	}
 	return -1
 }

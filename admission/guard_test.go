@@ -374,3 +374,25 @@ func checkRejectAllocs(t *testing.T, full *Guard) {
 		t.Errorf("%v allocs per rejected stream (inner created %d), want 0", allocs, inner.created)
 	}
 }
+
+// TestGuard_authorityReading: per_authority keys and request authorities
+// are read as the rule-set choice reads them (httpsyntax): case, one
+// trailing dot and surrounding spaces do not change the entry; the
+// authority with its port wins over its host.
+func TestGuard_authorityReading(t *testing.T) {
+	g := newTestGuard(t, `{"per_authority": {"A.example.": {"max_inflight": 1}, "a.example:8443": {"max_inflight": 1}, "[::1]": {"max_inflight": 1}}}`,
+		newFakeProcess().store(""), newFakeMetrics(), &fakeHost{}, newFakeClock())
+	host, port, v6 := g.authorityIndex("a.example"), g.authorityIndex("a.example:8443"), g.authorityIndex("[::1]")
+	if host < 0 || port < 0 || v6 < 0 || host == port {
+		t.Fatalf("entries: host %d, host:port %d, [::1] %d", host, port, v6)
+	}
+	for a, want := range map[string]int{
+		"a.example": host, "A.EXAMPLE.": host, " a.example ": host, "a.example:80": host, "a.example.:80": host,
+		"a.example:8443": port, "A.Example.:8443": port,
+		"[::1]:8080": v6, "b.example": -1, "": -1,
+	} {
+		if got := g.authorityIndex(a); got != want {
+			t.Errorf("authorityIndex(%q) = %d, want %d", a, got, want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Config is the plugin configuration. Its JSON shape is a superset of
@@ -178,7 +180,7 @@ func (c *Config) validate() error {
 	seen := make(map[string]string, len(c.PerAuthorityDirectives))
 	for _, authority := range sortedKeys(c.PerAuthorityDirectives) {
 		name := c.PerAuthorityDirectives[authority]
-		host := authorityHost(authority)
+		host := httpsyntax.AuthorityHost(authority)
 		if host == "" {
 			return fmt.Errorf("per_authority_directives: empty authority %q; give a host name such as \"example.com\"", authority)
 		}
@@ -221,33 +223,6 @@ func (c *Config) ruleSetNames() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-// authorityHost returns the host of an :authority value in lower case,
-// without the port. IPv6 literals keep their brackets.
-func authorityHost(authority string) string {
-	host := authority
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
-		// A colon that is not inside brackets starts the port; a bare
-		// IPv6 address (several colons, no brackets) has no port.
-		if strings.Count(host, ":") == 1 || strings.HasPrefix(host, "[") {
-			host = host[:i]
-		}
-	}
-	host = strings.TrimSpace(host)
-	if hasUpper(host) {
-		host = strings.ToLower(host)
-	}
-	return host
-}
-
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
 }
 
 func validLabelKey(k string) bool {

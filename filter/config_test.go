@@ -63,23 +63,6 @@ func TestCheck_aliases(t *testing.T) {
 	}
 }
 
-func TestAuthorityHost(t *testing.T) {
-	for in, want := range map[string]string{
-		"example.com":       "example.com",
-		"Example.COM:8080":  "example.com",
-		"[::1]:8443":        "[::1]",
-		"[::1]":             "[::1]",
-		"::1":               "::1",
-		"10.0.0.1:80":       "10.0.0.1",
-		"":                  "",
-		" a.example.com :1": "a.example.com",
-	} {
-		if got := authorityHost(in); got != want {
-			t.Errorf("authorityHost(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestSplitAddress(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

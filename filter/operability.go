@@ -215,19 +215,6 @@ func validMediaType(s string) bool {
 	return ok && httpsyntax.Token(t) && httpsyntax.Token(sub)
 }
 
-// mediaType returns the media type of a Content-Type value, lower case and
-// without parameters. It allocates only when the value has upper case.
-func mediaType(ct string) string {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = strings.TrimSpace(ct)
-	if hasUpper(ct) {
-		ct = strings.ToLower(ct)
-	}
-	return ct
-}
-
 // isJSONMediaType reports application/json and application/*+json.
 func isJSONMediaType(mt string) bool {
 	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")

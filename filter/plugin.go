@@ -6,6 +6,7 @@ import (
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Plugin is one started plugin configuration on one VM: its compiled rule
@@ -60,7 +61,7 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 		if !ok {
 			return nil, fmt.Errorf("per_authority_directives[%q]: %q names no entry in directives_map; want one of %s", authority, name, cfg.ruleSetNames())
 		}
-		p.byHost[authorityHost(authority)] = set
+		p.byHost[httpsyntax.AuthorityHost(authority)] = set
 	}
 	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN)
 	return p, nil
@@ -81,7 +82,7 @@ func Check(data []byte) error {
 // rulesFor returns the rule set for a request's :authority.
 func (p *Plugin) rulesFor(authority string) *hostRules {
 	if len(p.byHost) != 0 {
-		if r, ok := p.byHost[authorityHost(authority)]; ok {
+		if r, ok := p.byHost[httpsyntax.AuthorityHost(authority)]; ok {
 			return r
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	ctypes "github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
 // Property paths, allocated once.
@@ -152,7 +153,7 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 	if authority != "" {
 		// HTTP/1 Host arrives as :authority; rules read REQUEST_HEADERS:Host.
 		tx.AddRequestHeader("Host", authority)
-		tx.SetServerName(authorityHost(authority))
+		tx.SetServerName(httpsyntax.AuthorityHost(authority))
 	}
 	if it := tx.ProcessRequestHeaders(); it != nil {
 		return s.interrupt(it, phaseRequestHeaders)

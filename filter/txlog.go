@@ -154,7 +154,7 @@ func (s *stream) prepareRequestBody(contentType, contentLength string) (types.Ac
 	ops := &s.plugin.ops
 	mt := ""
 	if contentType != "" {
-		mt = mediaType(contentType)
+		mt = httpsyntax.MediaType(contentType)
 	}
 	s.multipart = mt == "multipart/form-data"
 	if ops.noFilesLimit > 0 && !s.multipart && httpsyntax.ContentLengthOver(contentLength, ops.noFilesLimit) {

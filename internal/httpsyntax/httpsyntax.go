@@ -71,3 +71,77 @@ func FieldValue(s string) bool {
 	}
 	return true
 }
+
+// AuthorityHost returns the host of a request's :authority as the plugin
+// reads it everywhere: both the rule set (per_authority_directives) and the
+// per-authority caps (admission.per_authority) are chosen by it, so a
+// request can never get the rule set of one host and the cap of another.
+// The host is in ASCII lower case, without surrounding spaces, without the
+// port, and without one trailing dot ("example.com." names the same host as
+// "example.com"). A bracketed IPv6 address keeps its brackets; a bare one
+// (several colons, no brackets) has no port and stays whole. It allocates
+// only to lower-case.
+func AuthorityHost(authority string) string {
+	host, _ := splitAuthority(authority)
+	return host
+}
+
+// AuthorityWithPort returns the authority in AuthorityHost's form followed
+// by ":port" when it has a port. It allocates only when the host changed
+// and a port follows, or to lower-case.
+func AuthorityWithPort(authority string) string {
+	host, port := splitAuthority(authority)
+	if port == "" {
+		return host
+	}
+	a := strings.TrimSpace(authority)
+	if len(a) == len(host)+1+len(port) && a[:len(host)] == host {
+		return a // already in normal form
+	}
+	return host + ":" + port
+}
+
+func splitAuthority(authority string) (host, port string) {
+	a := strings.TrimSpace(authority)
+	host = a
+	if i := strings.LastIndexByte(a, ':'); i >= 0 && !strings.Contains(a[i:], "]") {
+		// A colon outside brackets starts the port, unless the value is
+		// a bare IPv6 address.
+		if strings.Count(a, ":") == 1 || strings.HasPrefix(a, "[") {
+			host, port = strings.TrimSpace(a[:i]), a[i+1:]
+		}
+	}
+	if len(host) > 1 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
+	}
+	if HasUpper(host) {
+		host = strings.ToLower(host)
+	}
+	if HasUpper(port) {
+		port = strings.ToLower(port)
+	}
+	return host, port
+}
+
+// HasUpper reports whether s has an ASCII upper-case letter.
+func HasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// MediaType returns the media type of a Content-Type value, lower case and
+// without parameters. It allocates only when the value has upper case.
+func MediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	if HasUpper(ct) {
+		ct = strings.ToLower(ct)
+	}
+	return ct
+}

@@ -55,3 +55,44 @@ func TestContentLength(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthority: the one reading of :authority that the rule-set choice
+// and the per-authority caps share.
+func TestAuthority(t *testing.T) {
+	for _, tc := range []struct{ in, host, withPort string }{
+		{"example.com", "example.com", "example.com"},
+		{"Example.COM:8080", "example.com", "example.com:8080"},
+		{"example.com.", "example.com", "example.com"},
+		{"example.com.:443", "example.com", "example.com:443"},
+		{"[::1]:8443", "[::1]", "[::1]:8443"},
+		{"[::1]", "[::1]", "[::1]"},
+		{"[FE80::1]", "[fe80::1]", "[fe80::1]"},
+		{"::1", "::1", "::1"},
+		{"10.0.0.1:80", "10.0.0.1", "10.0.0.1:80"},
+		{"", "", ""},
+		{".", ".", "."},
+		{" a.example.com :1", "a.example.com", "a.example.com:1"},
+		{"a.example.com:", "a.example.com", "a.example.com"},
+	} {
+		if got := AuthorityHost(tc.in); got != tc.host {
+			t.Errorf("AuthorityHost(%q) = %q, want %q", tc.in, got, tc.host)
+		}
+		if got := AuthorityWithPort(tc.in); got != tc.withPort {
+			t.Errorf("AuthorityWithPort(%q) = %q, want %q", tc.in, got, tc.withPort)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { AuthorityWithPort("api.example.com:8443"); AuthorityHost("api.example.com:8443") }); n != 0 {
+		t.Errorf("normal-form authorities allocate %.0f times, want 0", n)
+	}
+}
+
+func TestMediaType(t *testing.T) {
+	for in, want := range map[string]string{
+		"application/json": "application/json", "Application/JSON; charset=utf-8": "application/json",
+		" text/plain ;x=1": "text/plain", "": "",
+	} {
+		if got := MediaType(in); got != want {
+			t.Errorf("MediaType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
