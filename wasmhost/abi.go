@@ -541,6 +541,8 @@ func (vm *VM) hSetSharedData(s []uint64) {
 	ret(s, vm.host.SetSharedData(vm.cfg.VMID, key, val, uint32(s[4])))
 }
 
+// hRegisterSharedQueue: proxy_register_shared_queue(name_ptr, name_size,
+// queue_id_ptr): a queue of this VM's vm_id, owned by its root context.
 func (vm *VM) hRegisterSharedQueue(s []uint64) {
 	name, ok := vm.readString(uint32(s[0]), uint32(s[1]))
 	if !ok {
@@ -555,7 +557,8 @@ func (vm *VM) hRegisterSharedQueue(s []uint64) {
 	ret(s, StatusOK)
 }
 
-// hResolveSharedQueue: an empty vm_id means this VM's own.
+// hResolveSharedQueue: proxy_resolve_shared_queue(vm_id_ptr, vm_id_size,
+// name_ptr, name_size, queue_id_ptr); an empty vm_id means this VM's own.
 func (vm *VM) hResolveSharedQueue(s []uint64) {
 	vmID, ok1 := vm.readString(uint32(s[0]), uint32(s[1]))
 	name, ok2 := vm.readString(uint32(s[2]), uint32(s[3]))
@@ -578,6 +581,8 @@ func (vm *VM) hResolveSharedQueue(s []uint64) {
 	ret(s, StatusOK)
 }
 
+// hEnqueueSharedQueue: proxy_enqueue_shared_queue(queue_id, value_ptr,
+// value_size); see Host.enqueue.
 func (vm *VM) hEnqueueSharedQueue(s []uint64) {
 	data, ok := vm.read(uint32(s[1]), uint32(s[2]))
 	if !ok {
@@ -587,6 +592,8 @@ func (vm *VM) hEnqueueSharedQueue(s []uint64) {
 	ret(s, vm.host.enqueue(uint32(s[0]), data))
 }
 
+// hDequeueSharedQueue: proxy_dequeue_shared_queue(queue_id, value_ptr_ptr,
+// value_size_ptr); Empty when the queue has nothing.
 func (vm *VM) hDequeueSharedQueue(s []uint64) {
 	data, st := vm.host.dequeue(uint32(s[0]))
 	if st != StatusOK {
@@ -617,14 +624,20 @@ func (vm *VM) hDefineMetric(s []uint64) {
 	ret(s, StatusOK)
 }
 
+// hIncrementMetric: proxy_increment_metric(metric_id, offset i64); see
+// metricStore.increment.
 func (vm *VM) hIncrementMetric(s []uint64) {
 	ret(s, vm.host.metrics.increment(uint32(s[0]), int64(s[1])))
 }
 
+// hRecordMetric: proxy_record_metric(metric_id, value u64); see
+// metricStore.record.
 func (vm *VM) hRecordMetric(s []uint64) {
 	ret(s, vm.host.metrics.record(uint32(s[0]), s[1]))
 }
 
+// hGetMetric: proxy_get_metric(metric_id, value_ptr): a counter's or a
+// gauge's value; a histogram is BadArgument.
 func (vm *VM) hGetMetric(s []uint64) {
 	v, st := vm.host.metrics.value(uint32(s[0]))
 	if st != StatusOK {
