@@ -13,7 +13,7 @@ import (
 
 // nativeRunner drives the plugin compiled into the test binary through the
 // SDK's proxytest emulator, adding what the emulator leaves out of Envoy's
-// behaviour (notes: docs/proxy-wasm-host-notes.md, sections 2 and 3):
+// behaviour (docs/envoy-host-rules.md, sections 2 and 3):
 //
 //   - a local reply sent from the request path ends the request and is then
 //     run through the plugin's own response callbacks, which must continue;

@@ -17,7 +17,7 @@ import (
 //
 // The wasm runner drives build/main.wasm (the whole plugin: admission guard
 // and filter) through the wasmhost package, which applies Envoy's stream
-// semantics (docs: proxy-wasm-host-notes.md). The module is compiled once
+// semantics (docs/envoy-host-rules.md). The module is compiled once
 // per test binary, using wazero's on-disk compilation cache, so only the
 // first run after a rebuild of main.wasm pays the full compile.
 //

@@ -6,10 +6,11 @@
 // per line each way: a request {id, op, ...} gets a reply {id, ok, ...} or
 // {id, error}. Operations: "start" (a VM with a plugin configuration),
 // "exchange" (one HTTP stream, request and upstream response, to its end),
-// "tick", "logs", "metrics", "memory", "usage", "stop".
+// "begin" and "finish" (the same in two steps, for a proxy), "tick",
+// "logs", "metrics", "memory", "usage", "stop".
 //
-// What it follows of Envoy (the same rules as the Go host in wasmhost/,
-// docs/wasmhost.md): one VM per "start", shared data and metrics shared by
+// What it follows of Envoy (the rules of docs/envoy-host-rules.md, as the Go
+// host in wasmhost/ does): one VM per "start", shared data and metrics shared by
 // all VMs of the process, Envoy's WASI profile of 1.39 (poll_oneoff
 // succeeds with no event), the plugin configuration readable only during
 // proxy_on_configure, local replies built as Envoy's sendLocalReply does

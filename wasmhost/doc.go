@@ -1,7 +1,8 @@
 // Package wasmhost runs proxy-wasm HTTP plugins (Go, GOOS=wasip1
 // GOARCH=wasm -buildmode=c-shared) on wazero the way Envoy's wasm HTTP
 // filter runs them, so the filter can be tested without Envoy. The
-// behaviour it copies is described in docs/proxy-wasm-host-notes.md; each
+// behaviour it copies is described in docs/envoy-host-rules.md ("notes N.N"
+// in comments is section N.N there); each
 // host function names the Envoy or proxy-wasm-cpp-host code it follows.
 //
 // # Layers
