@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"sort"
 	"strconv"
@@ -351,11 +350,4 @@ func short(raw []byte) string {
 		return string(raw[:max]) + "..."
 	}
 	return string(raw)
-}
-
-// authorityHash names an authority in the shared counts (FNV-1a, 64 bits).
-func authorityHash(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()
 }

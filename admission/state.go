@@ -1,6 +1,9 @@
 package admission
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"hash/fnv"
+)
 
 // The shared-data value holds every member's counts (see the package doc).
 // Layout, little-endian:
@@ -129,4 +132,11 @@ func (g *Guard) grow(n int) []byte {
 	}
 	g.buf = g.buf[:n]
 	return g.buf
+}
+
+// authorityHash names an authority in the shared counts (FNV-1a, 64 bits).
+func authorityHash(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
 }
