@@ -15,6 +15,7 @@ import (
 
 	"github.com/wafguard/wafguard/admission"
 	"github.com/wafguard/wafguard/filter"
+	"github.com/wafguard/wafguard/pluginconfig"
 )
 
 // init registers the VM context. It must not make host calls: Envoy traps
@@ -49,21 +50,13 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCriticalf("reading plugin configuration: %v", err)
 		return types.OnPluginStartStatusFailed
 	}
-	cfg, err := filter.ParseConfig(data)
+	cfg, err := pluginconfig.Parse(data)
 	if err != nil {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}
-	mem, err := admission.ParseMemoryConfig(cfg.Memory)
-	if err != nil {
-		proxywasm.LogCritical(err.Error())
-		return types.OnPluginStartStatusFailed
-	}
-	if p.guard, err = admission.New(cfg.Admission, admission.HostStore{}, admission.WithMemory(mem)); err != nil {
-		proxywasm.LogCritical(err.Error())
-		return types.OnPluginStartStatusFailed
-	}
-	if p.waf, err = filter.NewPlugin(cfg); err != nil {
+	p.guard = admission.New(cfg.Admission, admission.HostStore{}, admission.WithMemory(cfg.Memory))
+	if p.waf, err = filter.NewPlugin(cfg.Filter); err != nil {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}

@@ -98,10 +98,7 @@ func BenchmarkGuard_memory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := New(nil, newFakeProcess().store(""), WithMemory(mc), withMemRuntime(liveOnly{newGoRuntime()}))
-	if err != nil {
-		b.Fatal(err)
-	}
+	g := New(mustParse(b, ""), newFakeProcess().store(""), WithMemory(mc), withMemRuntime(liveOnly{newGoRuntime()}))
 	g.host, g.meter = &nopHost{headers: [][2]string{{"content-length", "15000"}}}, newFakeMetrics()
 	if err := g.Start(); err != nil {
 		b.Fatal(err)

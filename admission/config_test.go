@@ -126,12 +126,12 @@ func TestNew_badConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := New([]byte(tc.raw), newFakeProcess().store(""))
+			cfg, err := ParseConfig([]byte(tc.raw))
 			if err == nil {
-				t.Fatalf("New(%s) = %+v, want error %q", tc.raw, g.cfg, tc.wantErr)
+				t.Fatalf("ParseConfig(%s) = %+v, want error %q", tc.raw, cfg, tc.wantErr)
 			}
 			if err.Error() != tc.wantErr {
-				t.Errorf("New(%s) error\n got: %s\nwant: %s", tc.raw, err, tc.wantErr)
+				t.Errorf("ParseConfig(%s) error\n got: %s\nwant: %s", tc.raw, err, tc.wantErr)
 			}
 		})
 	}

@@ -178,17 +178,24 @@ func (c *fakeClock) Now() time.Time   { return time.UnixMilli(c.ms.Load()) }
 func (c *fakeClock) advance(ms int64) { c.ms.Add(ms) }
 func newFakeClock() *fakeClock        { c := &fakeClock{}; c.ms.Store(1_700_000_000_000); return c }
 
-// newTestGuard builds and starts a guard on a fake host.
-func newTestGuard(t testing.TB, config string, st Store, m meter, h host, clk Clock) *Guard {
+// mustParse parses an admission object ("" for none).
+func mustParse(t testing.TB, config string) Config {
 	t.Helper()
 	var raw []byte
 	if config != "" {
 		raw = []byte(config)
 	}
-	g, err := New(raw, st, WithClock(clk))
+	cfg, err := ParseConfig(raw)
 	if err != nil {
-		t.Fatalf("New(%s): %v", config, err)
+		t.Fatalf("ParseConfig(%s): %v", config, err)
 	}
+	return cfg
+}
+
+// newTestGuard builds and starts a guard on a fake host.
+func newTestGuard(t testing.TB, config string, st Store, m meter, h host, clk Clock) *Guard {
+	t.Helper()
+	g := New(mustParse(t, config), st, WithClock(clk))
 	g.host, g.meter = h, m
 	if err := g.Start(); err != nil {
 		t.Fatalf("Start: %v", err)

@@ -2,7 +2,6 @@ package admission
 
 import (
 	crand "crypto/rand"
-	"encoding/json"
 	"errors"
 	"sort"
 	"strconv"
@@ -113,14 +112,10 @@ var (
 	body413 = []byte("request body too large\n")
 )
 
-// New validates the admission object of the plugin configuration (nil when
-// absent) and returns a Guard that uses store for the shared counts. It makes
-// no host calls; Start does.
-func New(raw json.RawMessage, store Store, opts ...Option) (*Guard, error) {
-	cfg, err := ParseConfig(raw)
-	if err != nil {
-		return nil, err
-	}
+// New returns a Guard for the parsed admission configuration (ParseConfig,
+// or pluginconfig.Parse for the whole plugin configuration), using store for
+// the shared counts. It makes no host calls; Start does.
+func New(cfg Config, store Store, opts ...Option) *Guard {
 	g := &Guard{cfg: cfg, store: store, clock: SystemClock{}, host: proxyHost{}, meter: proxyHost{}}
 	for _, o := range opts {
 		o(g)
@@ -138,7 +133,7 @@ func New(raw json.RawMessage, store Store, opts ...Option) (*Guard, error) {
 	}
 	g.id = randomID()
 	g.rng = randomID() | 1
-	return g, nil
+	return g
 }
 
 // Config returns the validated configuration.

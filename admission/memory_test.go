@@ -49,14 +49,7 @@ func newMemGuard(t *testing.T, admission, memory string, rt *fakeRuntime, h host
 	if err != nil {
 		t.Fatalf("ParseMemoryConfig(%s): %v", memory, err)
 	}
-	var raw []byte
-	if admission != "" {
-		raw = []byte(admission)
-	}
-	g, err := New(raw, newFakeProcess().store(""), WithClock(newFakeClock()), WithMemory(mc), withMemRuntime(rt))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	g := New(mustParse(t, admission), newFakeProcess().store(""), WithClock(newFakeClock()), WithMemory(mc), withMemRuntime(rt))
 	g.host, g.meter = h, m
 	return g, g.Start()
 }

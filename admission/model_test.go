@@ -92,10 +92,7 @@ func (s *sim) addVM() {
 	vm := &simVM{h: &fakeHost{}, next: 2}
 	vm.inner = func(uint32) types.HttpContext { return s.admit(vm.current) }
 	st := &schedStore{s: s, vm: vm, st: s.p.store("")}
-	g, err := New([]byte(s.config), st, WithClock(s.clk))
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	g := New(mustParse(s.t, s.config), st, WithClock(s.clk))
 	g.host, g.meter = vm.h, s.m
 	vm.busy = true
 	if err := g.Start(); err != nil {

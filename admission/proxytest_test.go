@@ -30,8 +30,10 @@ type emuPlugin struct {
 }
 
 func (p *emuPlugin) OnPluginStart(int) types.OnPluginStartStatus {
-	g, err := New([]byte(p.vm.config), HostStore{})
+	cfg, err := ParseConfig([]byte(p.vm.config))
+	var g *Guard
 	if err == nil {
+		g = New(cfg, HostStore{})
 		err = g.Start()
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/wafguard/wafguard/admission"
 	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/filter"
+	"github.com/wafguard/wafguard/pluginconfig"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -122,14 +123,7 @@ func checkPluginConfig(pc *wasmv3.PluginConfig) error {
 // the plugin does at start: the filter's parser, the admission parser on
 // its admission object, then every rule set compiled.
 func checkPluginConfiguration(data string) error {
-	cfg, err := filter.ParseConfig([]byte(data))
-	if err != nil {
-		return err
-	}
-	if _, err := admission.ParseConfig(cfg.Admission); err != nil {
-		return err
-	}
-	if _, err := admission.ParseMemoryConfig(cfg.Memory); err != nil {
+	if _, err := pluginconfig.Parse([]byte(data)); err != nil {
 		return err
 	}
 	return filter.Check([]byte(data))
@@ -150,17 +144,13 @@ func checkBufferLimits(doc *envoy.Doc, b *bootstrapv3.Bootstrap) error {
 			return err
 		}
 		for _, p := range plugins {
-			cfg, err := filter.ParseConfig([]byte(p.Configuration))
-			if err != nil {
-				return err
-			}
-			ac, err := admission.ParseConfig(cfg.Admission)
+			cfg, err := pluginconfig.Parse([]byte(p.Configuration))
 			if err != nil {
 				return err
 			}
 			path := fmt.Sprintf("static_resources.listeners[%d].per_connection_buffer_limit_bytes", i)
-			if ac.MaxRequestBodyBytes > 0 && int64(limit) <= ac.MaxRequestBodyBytes {
-				return fmt.Errorf("%s: got %d, want more than admission.max_request_body_bytes (%d) so that the WAF's limit answers before Envoy's", doc.At(path), limit, ac.MaxRequestBodyBytes)
+			if cfg.Admission.MaxRequestBodyBytes > 0 && int64(limit) <= cfg.Admission.MaxRequestBodyBytes {
+				return fmt.Errorf("%s: got %d, want more than admission.max_request_body_bytes (%d) so that the WAF's limit answers before Envoy's", doc.At(path), limit, cfg.Admission.MaxRequestBodyBytes)
 			}
 		}
 	}

@@ -29,9 +29,9 @@ import (
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	typev1beta1 "istio.io/api/type/v1beta1"
 
-	"github.com/wafguard/wafguard/admission"
 	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/filter"
+	"github.com/wafguard/wafguard/pluginconfig"
 )
 
 // object is one Kubernetes object of an example file.
@@ -175,14 +175,7 @@ func gatewaySelector(labels map[string]string) bool {
 // the plugin does at start: the filter's parser, the admission parser on
 // its admission object, then every rule set compiled.
 func checkPluginConfiguration(data string) error {
-	cfg, err := filter.ParseConfig([]byte(data))
-	if err != nil {
-		return err
-	}
-	if _, err := admission.ParseConfig(cfg.Admission); err != nil {
-		return err
-	}
-	if _, err := admission.ParseMemoryConfig(cfg.Memory); err != nil {
+	if _, err := pluginconfig.Parse([]byte(data)); err != nil {
 		return err
 	}
 	return filter.Check([]byte(data))

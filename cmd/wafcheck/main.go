@@ -12,7 +12,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/wafguard/wafguard/configcheck"
+	"github.com/wafguard/wafguard/pluginconfig"
 )
 
 func main() {
@@ -20,5 +20,5 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return configcheck.Main("wafcheck", args, stdin, stdout, stderr)
+	return pluginconfig.Main("wafcheck", args, stdin, stdout, stderr)
 }

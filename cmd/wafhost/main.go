@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wafguard/wafguard/configcheck"
+	"github.com/wafguard/wafguard/pluginconfig"
 	"github.com/wafguard/wafguard/wasmhost"
 )
 
@@ -35,7 +35,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "check" {
 		// "wafhost check --config f.json": only check the configuration natively.
-		os.Exit(configcheck.Main("wafhost check", os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(pluginconfig.Main("wafhost check", os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "wafhost:", err)

@@ -4,7 +4,7 @@
 // finds, not only the first, so one run of a CI step lists them all.
 //
 // cmd/wafcheck is its command line.
-package configcheck
+package pluginconfig
 
 import (
 	"bytes"

@@ -1,21 +1,21 @@
-package configcheck_test
+package pluginconfig_test
 
 import (
 	"fmt"
 
-	"github.com/wafguard/wafguard/configcheck"
+	"github.com/wafguard/wafguard/pluginconfig"
 )
 
 // Check a plugin configuration as the plugin would at start, every problem
 // at once, each naming its key.
 func ExampleCheck() {
-	err := configcheck.Check([]byte(`{
+	err := pluginconfig.Check([]byte(`{
 	  "directives_map": {"app": ["SecRuleEngine On"]},
 	  "default_directives": "app",
 	  "admission": {"max_inflight": -1},
 	  "memory": {"max_heap_bytes": 1}
 	}`))
-	for _, e := range configcheck.Errors(err) {
+	for _, e := range pluginconfig.Errors(err) {
 		fmt.Println(e)
 	}
 	// Output:

@@ -1,4 +1,4 @@
-package configcheck
+package pluginconfig
 
 import (
 	"flag"
