@@ -234,6 +234,14 @@ var exchangeCases = []exchangeCase{
 		wantStatus: 421, wantLocalReply: true, wantRuleIDs: []int{2001},
 	},
 	{
+		// A trailing dot names the same host: it must not fall to the
+		// default rule set (httpsyntax.AuthorityHost).
+		name:       "per authority rule set chosen for the host with a trailing dot",
+		config:     perAuthorityConfig,
+		ex:         exchange{authority: "a.example.com.:8443", headers: [][2]string{{"x-block", "1"}}},
+		wantStatus: 421, wantLocalReply: true, wantRuleIDs: []int{2001},
+	},
+	{
 		name:       "other authorities get the default rule set",
 		config:     perAuthorityConfig,
 		ex:         exchange{authority: "b.example.com", headers: [][2]string{{"x-block", "1"}}},
