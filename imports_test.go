@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -13,17 +12,18 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
 const (
-	wasmPath        = "build/main.wasm"
+	wasmPath        = "build/main.wasm" // in messages; the file is plugintest.Path()
 	envoyImportsTxt = "testdata/envoy-imports.txt"
-	buildCommand    = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm ."
 )
 
-// compiledWasm compiles build/main.wasm once per test binary.
+// compiledWasm compiles the plugin once per test binary.
 var compiledWasm = sync.OnceValues(func() ([]api.FunctionDefinition, error) {
-	bin, err := os.ReadFile(wasmPath)
+	bin, err := os.ReadFile(plugintest.Path())
 	if err != nil {
 		return nil, err
 	}
@@ -40,13 +40,11 @@ var compiledWasm = sync.OnceValues(func() ([]api.FunctionDefinition, error) {
 })
 
 // loadImports returns the wasm module's imported functions, skipping the test
-// when the binary is missing unless WASM_REQUIRED is set.
+// when the binary is missing unless WASM_REQUIRED is set (plugintest.Read).
 func loadImports(t *testing.T) []api.FunctionDefinition {
 	t.Helper()
+	plugintest.Read(t)
 	defs, err := compiledWasm()
-	if errors.Is(err, os.ErrNotExist) && os.Getenv("WASM_REQUIRED") == "" {
-		t.Skipf("%s is missing; build it with: %s", wasmPath, buildCommand)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
 // smokeTests is the subset go test runs when FTW_INCLUDE is not set: a
@@ -60,16 +62,11 @@ func TestFTW(t *testing.T) {
 	})
 }
 
-// startWasm serves ../build/main.wasm with ftw-config.json in this process.
-// It skips when the binary is missing, unless WASM_REQUIRED is set (CI).
+// startWasm serves the built plugin with ftw-config.json in this process.
+// It skips when the binary is missing, unless WASM_REQUIRED is set (CI;
+// plugintest.Read).
 func startWasm(t *testing.T) *WasmHost {
-	wasm, err := os.ReadFile(filepath.Join("..", "build", "main.wasm"))
-	if err != nil {
-		if os.Getenv("WASM_REQUIRED") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("%v (build it with: go run mage.go build)", err)
-	}
+	wasm := plugintest.Read(t)
 	cfg, err := os.ReadFile("ftw-config.json")
 	if err != nil {
 		t.Fatal(err)
