@@ -101,6 +101,16 @@ func pluginConfig(maxInflight int) ([]byte, error) {
 	}, "", "  ")
 }
 
+// running waits until the started server answers 200 on readyURL, and
+// returns it serving on listen; a server that does not answer is stopped.
+func running(ctx context.Context, p *Proc, env *Env, listen, readyURL string) (*Running, error) {
+	if err := p.WaitHTTP(ctx, readyURL, 200, env.ReadyWait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
 // writeConfig writes a plugin configuration into the server's work
 // directory and returns its path.
 func writeConfig(env *Env, s *Server, data []byte) (string, error) {
@@ -151,11 +161,7 @@ func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.WaitHTTP(ctx, "http://"+admin+"/ready", 200, env.ReadyWait); err != nil {
-		p.Stop(2 * time.Second)
-		return nil, err
-	}
-	return &Running{Proc: p, URL: "http://" + listen}, nil
+	return running(ctx, p, env, listen, "http://"+admin+"/ready")
 }
 
 func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
@@ -184,11 +190,7 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.WaitHTTP(ctx, "http://"+listen+"/", 200, env.ReadyWait); err != nil {
-		p.Stop(2 * time.Second)
-		return nil, err
-	}
-	return &Running{Proc: p, URL: "http://" + listen}, nil
+	return running(ctx, p, env, listen, "http://"+listen+"/")
 }
 
 func startCoraza(ctx context.Context, s *Server, env *Env) (*Running, error) {
@@ -201,11 +203,7 @@ func startCoraza(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.WaitHTTP(ctx, "http://"+listen+"/", 200, env.ReadyWait); err != nil {
-		p.Stop(2 * time.Second)
-		return nil, err
-	}
-	return &Running{Proc: p, URL: "http://" + listen}, nil
+	return running(ctx, p, env, listen, "http://"+listen+"/")
 }
 
 func startNginx(ctx context.Context, s *Server, env *Env) (*Running, error) {
