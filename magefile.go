@@ -212,13 +212,13 @@ func Fuzz(perTarget string) error {
 // Soak runs the long soak through the host: 10 minutes of the traffic mix at
 // a fixed rate, then 60 seconds of overload against the admission cap; then
 // the long form of the memory overload reproduction (waves of up to 128
-// JSON POSTs and 640 uploads of 1 MB on one VM, and the same uploads with
-// the memory guard off, which must kill the VM). It fails on any
+// JSON POSTs and 640 uploads of 1 MB on one VM, and the same loads with
+// the memory guard off, which must kill the VM), on wazero and on V8. It fails on any
 // unexpected answer, a gauge left above 0 or a failed guarded VM.
 func Soak() error {
-	mg.Deps(Build)
-	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_SOAK_SECONDS=600", "WAFGUARD_SOAK_OVERLOAD_SECONDS=60", "WAFGUARD_OVERLOAD_FULL=1"},
-		"go", "test", "./faults", "-run", "^(TestSoak_ci|TestMemory_overload)$", "-count=1", "-v", "-timeout", "40m")
+	mg.Deps(Build, V8)
+	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1", "WAFGUARD_SOAK_SECONDS=600", "WAFGUARD_SOAK_OVERLOAD_SECONDS=60", "WAFGUARD_OVERLOAD_FULL=1"},
+		"go", "test", "./faults", "-run", "^(TestSoak_ci|TestMemory_overload|TestMemory_overloadV8)$", "-count=1", "-v", "-timeout", "45m")
 }
 
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in
