@@ -136,8 +136,9 @@ func Lint() error {
 	return run(nil, "go", "vet", "./...")
 }
 
-// Test builds the .wasm and runs every Go test, natively and on the .wasm
-// (WASM_REQUIRED makes a missing .wasm a failure instead of a skip).
+// Test builds the .wasm, installs Node 26 (v8), and runs every Go test,
+// natively, on the .wasm in wazero and on V8 (WASM_REQUIRED and
+// WAFGUARD_V8_REQUIRED make a missing .wasm or Node a failure, not a skip).
 func Test() error {
 	mg.Deps(Build, V8)
 	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./...")
@@ -180,11 +181,12 @@ func Ftw() error {
 }
 
 // Bench runs the side-by-side load benchmark (the .wasm in the host, the
-// host with a pass-through plugin, native Coraza, nginx + ModSecurity v3 and
-// plain nginx) on the design's traffic mix; results in build/bench/. It
+// host with a pass-through plugin, native Coraza, nginx + ModSecurity v3,
+// plain nginx, the .wasm with the admission cap, on V8, and at 128
+// connections) on the design's traffic mix; results in build/bench/. It
 // installs nginx and its ModSecurity module with apt-get when absent.
 func Bench() error {
-	mg.Deps(Build)
+	mg.Deps(Build, V8)
 	return run(nil, "go", "run", "./bench/cmd/bench")
 }
 
