@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	metricsv3 "github.com/envoyproxy/go-control-plane/envoy/config/metrics/v3"
+
+	"github.com/wafguard/wafguard/internal/statstags"
 )
 
 // CustomStatPrefix is the prefix Envoy puts in front of every metric a wasm
@@ -64,7 +66,7 @@ func (s Series) str(order []string) string {
 // starts with "wasmcustom.".
 type TagExtractor struct {
 	names []string
-	res   []*regexp.Regexp
+	tags  []statstags.Tag
 }
 
 // NewTagExtractor compiles the regex tag specifiers of a stats_config.
@@ -86,7 +88,7 @@ func NewTagExtractor(specs []*metricsv3.TagSpecifier) (*TagExtractor, error) {
 			return nil, fmt.Errorf("stats_config.stats_tags[%d].regex: %q has no capture group, want group 1 = the text to cut, group 2 = the value", i, s.GetRegex())
 		}
 		t.names = append(t.names, s.GetTagName())
-		t.res = append(t.res, re)
+		t.tags = append(t.tags, statstags.Tag{Name: s.GetTagName(), Regex: re})
 	}
 	return t, nil
 }
@@ -94,49 +96,16 @@ func NewTagExtractor(specs []*metricsv3.TagSpecifier) (*TagExtractor, error) {
 // Prometheus returns the series that /stats/prometheus shows for the stat
 // with this full name (as in /stats, e.g. "wasmcustom.waf_filter.tx.total").
 func (t *TagExtractor) Prometheus(stat string) Series {
-	cut := make([]bool, len(stat))
-	labels := map[string]string{}
-	for i, re := range t.res {
-		m := re.FindStringSubmatchIndex(stat)
-		if m == nil || m[2] < 0 {
-			continue
-		}
-		val := stat[m[2]:m[3]]
-		if len(m) >= 6 && m[4] >= 0 {
-			val = stat[m[4]:m[5]]
-		}
-		labels[t.names[i]] = val
-		for j := m[2]; j < m[3]; j++ {
-			cut[j] = true
-		}
+	name, labels := statstags.Extract(t.tags, stat)
+	m := make(map[string]string, len(labels))
+	for _, l := range labels {
+		m[l.Name] = l.Value
 	}
-	var b strings.Builder
-	for i := 0; i < len(stat); i++ {
-		if !cut[i] {
-			b.WriteByte(stat[i])
-		}
-	}
-	name := strings.TrimPrefix(b.String(), CustomStatPrefix)
-	return Series{Name: sanitize(name), Labels: labels}
+	return Series{Name: statstags.Sanitize(strings.TrimPrefix(name, CustomStatPrefix)), Labels: m}
 }
 
 // Format is Series.String with the labels in stats_tags order.
 func (t *TagExtractor) Format(s Series) string { return s.str(t.names) }
-
-// sanitize replaces what Prometheus does not allow in a metric name with
-// "_", as Envoy's PrometheusStatsFormatter does.
-func sanitize(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == ':') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > 0 && '0' <= b[0] && b[0] <= '9' {
-		return "_" + string(b)
-	}
-	return string(b)
-}
 
 // CheckPluginMetrics checks that the plugin's metric names come out of Envoy's
 // tag extraction as the Prometheus series the dashboards expect: every

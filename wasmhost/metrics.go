@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/wafguard/wafguard/internal/statstags"
 )
 
 // MetricType is a proxy-wasm metric type.
@@ -175,10 +177,7 @@ func (h *Host) MetricNames() []string {
 // ("wasmcustom.<name>"); the text of its first capture group is cut from
 // the name and the second group (or the first, if there is no second) is
 // the tag value.
-type StatsTag struct {
-	Name  string
-	Regex *regexp.Regexp
-}
+type StatsTag = statstags.Tag
 
 // ParseStatsTags parses "name=regex" items, one per element.
 func ParseStatsTags(items []string) ([]StatsTag, error) {
@@ -215,8 +214,6 @@ func DefaultStatsTags() []StatsTag {
 	}
 }
 
-var promInvalid = regexp.MustCompile(`[^a-zA-Z0-9_:]`)
-
 type promSample struct {
 	labels string
 	m      *metric
@@ -236,7 +233,7 @@ func (h *Host) WritePrometheus(w io.Writer) error {
 	fams := map[string]*family{}
 	for _, m := range ms {
 		name, labels := h.extractTags("wasmcustom." + m.name)
-		name = promInvalid.ReplaceAllString(strings.TrimPrefix(name, "wasmcustom."), "_")
+		name = statstags.Sanitize(strings.TrimPrefix(name, "wasmcustom."))
 		f := fams[name]
 		if f == nil {
 			f = &family{typ: m.typ}
@@ -281,21 +278,13 @@ func (h *Host) WritePrometheus(w io.Writer) error {
 	return err
 }
 
-// extractTags applies the tag extractors in order, like Envoy's
-// TagProducerImpl: each one that matches cuts its first group from the name.
+// extractTags applies the tag extractors as Envoy's tag producer does
+// (statstags.Extract) and formats the labels for the Prometheus text.
 func (h *Host) extractTags(name string) (string, string) {
-	var labels []string
-	for _, t := range h.tags {
-		loc := t.Regex.FindStringSubmatchIndex(name)
-		if loc == nil || len(loc) < 4 || loc[2] < 0 {
-			continue
-		}
-		vs, ve := loc[2], loc[3]
-		if len(loc) >= 6 && loc[4] >= 0 {
-			vs, ve = loc[4], loc[5]
-		}
-		labels = append(labels, fmt.Sprintf("%s=%q", t.Name, name[vs:ve]))
-		name = name[:loc[2]] + name[loc[3]:]
+	name, labels := statstags.Extract(h.tags, name)
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = fmt.Sprintf("%s=%q", l.Name, l.Value)
 	}
-	return name, strings.Join(labels, ",")
+	return name, strings.Join(parts, ",")
 }
