@@ -119,9 +119,14 @@ func Load(ctx context.Context, pool *Pool, opt LoadOptions) (*Run, error) {
 	}
 	var next atomic.Uint64
 	n := uint64(len(pool.Requests))
+	headers := make([]http.Header, n) // built once: vegeta only reads them
+	for i := range pool.Requests {
+		headers[i] = pool.Requests[i].HTTPHeader()
+	}
 	targeter := func(t *vegeta.Target) error {
-		r := &pool.Requests[(next.Add(1)-1)%n]
-		t.Method, t.URL, t.Body, t.Header = r.Method, opt.BaseURL+r.Target, r.Body, r.Header
+		i := (next.Add(1) - 1) % n
+		r := &pool.Requests[i]
+		t.Method, t.URL, t.Body, t.Header = r.Method, opt.BaseURL+r.Path, r.Body, headers[i]
 		return nil
 	}
 	run := &Run{Mode: "closed", Workers: opt.Workers, TargetRate: opt.Rate, kinds: map[string]*Outcome{}, errs: map[string]int{}}

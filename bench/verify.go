@@ -30,11 +30,11 @@ func Verify(ctx context.Context, baseURL string, pool *Pool, timeout time.Durati
 	v := &Verification{Kinds: map[string]Outcome{}}
 	for i := range pool.Requests {
 		r := &pool.Requests[i]
-		req, err := http.NewRequestWithContext(ctx, r.Method, baseURL+r.Target, bytes.NewReader(r.Body))
+		req, err := http.NewRequestWithContext(ctx, r.Method, baseURL+r.Path, bytes.NewReader(r.Body))
 		if err != nil {
 			return nil, err
 		}
-		req.Header = r.Header.Clone()
+		req.Header = r.HTTPHeader()
 		req.Host = Host
 		var o Outcome
 		status := 0

@@ -41,7 +41,7 @@ const (
 // JSON POSTs (5-25 KB), cycling through them.
 func poolPosts(t *testing.T) func(i int) ([][2]string, []byte) {
 	t.Helper()
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func BenchmarkPlugin_request(b *testing.B) {
 // traffic through the plugin, per class and as the mix.
 func BenchmarkPlugin_pool(b *testing.B) {
 	quietLogs(b)
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -393,7 +393,7 @@ func ftwRequest(method, uri *string, headers map[string]string, data, encodedDat
 
 func poolRequests(t testing.TB) []diffRequest {
 	t.Helper()
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		t.Fatal(err)
 	}

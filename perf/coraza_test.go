@@ -16,7 +16,7 @@ import (
 //
 //	go test ./perf -run '^$' -bench 'Wasm_pool|Coraza_pool' -benchtime 200x
 func BenchmarkCoraza_pool(b *testing.B) {
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func startV8VM(tb testing.TB) v8VM {
 	// first requests after a start pay for it. One pass over the pool,
 	// reported here, leaves the measured requests at steady state, as
 	// wazero's ahead-of-time compilation does.
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 //	go run mage.go build && go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
 //	WAFGUARD_ENGINE=v8 go test ./perf -run '^$' -bench Wasm_pool -benchtime 200x
 func BenchmarkWasm_pool(b *testing.B) {
-	pool, err := benchreq.Pool()
+	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,8 +36,8 @@ func TestJSONBody(t *testing.T) {
 	}
 }
 
-func TestPool(t *testing.T) {
-	reqs, err := Pool()
+func TestDefaultPool(t *testing.T) {
+	reqs, err := DefaultPool()
 	if err != nil {
 		t.Fatal(err)
 	}
