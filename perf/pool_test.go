@@ -6,7 +6,7 @@ import (
 	"github.com/wafguard/wafguard/internal/benchreq"
 )
 
-// BenchmarkWasm_pool sends the bench's own traffic (benchreq.Pool: the
+// BenchmarkWasm_pool sends the bench's own traffic (benchreq.DefaultPool: the
 // requests `go run mage.go bench` replays) through one VM, one request at
 // a time: per class, cycling through that class's requests, and "mix",
 // cycling through the whole pool in its order (70% GET, 20% JSON POST of
