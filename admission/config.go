@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
 // Defaults for the keys of the admission object. docs/admission.md explains
@@ -292,23 +292,14 @@ func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) 
 	return out, nil
 }
 
-// decodeStrict decodes one JSON value, refusing unknown keys and trailing data.
-func decodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the object")
-	}
-	return nil
-}
+// decodeStrict decodes one JSON value, refusing unknown keys and trailing
+// data (jsonstrict, shared with the filter's keys).
+func decodeStrict(raw []byte, v any) error { return jsonstrict.Decode(raw, v) }
 
 // objectError turns a decoding error of an object into a message that names
 // the path, with the list of valid keys for an unknown one.
 func objectError(path string, raw []byte, keys string, err error) error {
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if name, ok := jsonstrict.UnknownKey(err); ok {
 		return fmt.Errorf("%s: unknown key %s, want one of %s", path, name, keys)
 	}
 	var ute *json.UnmarshalTypeError

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
 // Config is the plugin configuration. Its JSON shape is a superset of
@@ -102,13 +103,12 @@ func ParseConfig(data []byte) (*Config, error) {
 // decodeStrict decodes one JSON object into cfg, refusing unknown keys and
 // trailing data.
 func decodeStrict(data []byte, cfg *Config) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return describeJSONError(data, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	err := jsonstrict.Decode(data, cfg)
+	switch {
+	case errors.Is(err, jsonstrict.ErrTrailingData):
 		return errors.New("plugin configuration: unexpected data after the JSON object; give exactly one object")
+	case err != nil:
+		return describeJSONError(data, err)
 	}
 	return nil
 }
@@ -130,7 +130,7 @@ func describeJSONError(data []byte, err error) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("plugin configuration: truncated JSON (%d bytes): %w", len(data), err)
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if name, ok := jsonstrict.UnknownKey(err); ok {
 		return fmt.Errorf("plugin configuration: unknown key %s; valid keys are %s", name, configKeys)
 	}
 	return fmt.Errorf("plugin configuration: %w", err)

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
 // Defaults and bounds of the operability keys; docs/configuration.md
@@ -132,10 +132,11 @@ func parseDenyResponses(raw json.RawMessage, c *Config) (map[string]*denyRespons
 			return nil, fmt.Errorf("%s: names no entry in directives_map; want one of %s", path, c.ruleSetNames())
 		}
 		var r rawDenyResponse
-		dec := json.NewDecoder(bytes.NewReader(m[name]))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if err := jsonstrict.Decode(m[name], &r); err != nil {
+			if errors.Is(err, jsonstrict.ErrTrailingData) {
+				return nil, fmt.Errorf("%s: unexpected data after the object", path)
+			}
+			if key, ok := jsonstrict.UnknownKey(err); ok {
 				return nil, fmt.Errorf("%s: unknown key %s; valid keys are %s", path, key, denyResponseKeys)
 			}
 			var te *json.UnmarshalTypeError
@@ -143,9 +144,6 @@ func parseDenyResponses(raw json.RawMessage, c *Config) (map[string]*denyRespons
 				return nil, fmt.Errorf("%s.%s: got JSON %s, want %s", path, te.Field, te.Value, denyFieldType(te.Field))
 			}
 			return nil, fmt.Errorf("%s: got %s, want an object with the keys %s", path, shortJSON(m[name]), denyResponseKeys)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return nil, fmt.Errorf("%s: unexpected data after the object", path)
 		}
 		d := &denyResponse{}
 		if r.Status != nil {
