@@ -9,41 +9,38 @@ import "strings"
 // value that is not a decimal number is left to Envoy's codec, which rejects
 // it before any filter runs; an overlong number counts as over.
 func ContentLengthOver(cl string, limit int64) bool {
-	if cl == "" {
-		return false
-	}
-	var n int64
-	for i := 0; i < len(cl); i++ {
-		c := cl[i]
-		if c < '0' || c > '9' {
-			return false
-		}
-		if n > (1<<62)/10 {
-			return true
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n > limit
+	n, overlong, ok := parseContentLength(cl)
+	return ok && (overlong || n > limit)
 }
 
 // ContentLength parses a Content-Length value: ok is false when it is not a
 // decimal number (Envoy's codec rejects those before any filter runs); an
 // overlong number gives 1<<62.
 func ContentLength(cl string) (n int64, ok bool) {
+	n, overlong, ok := parseContentLength(cl)
+	if overlong {
+		return 1 << 62, ok
+	}
+	return n, ok
+}
+
+// parseContentLength reads a decimal Content-Length; overlong is set, and
+// what follows ignored, once the value passes about 1<<62.
+func parseContentLength(cl string) (n int64, overlong, ok bool) {
 	if cl == "" {
-		return 0, false
+		return 0, false, false
 	}
 	for i := 0; i < len(cl); i++ {
 		c := cl[i]
 		if c < '0' || c > '9' {
-			return 0, false
+			return 0, false, false
 		}
 		if n > (1<<62)/10 {
-			return 1 << 62, true
+			return n, true, true
 		}
 		n = n*10 + int64(c-'0')
 	}
-	return n, true
+	return n, false, true
 }
 
 // Token reports whether s is an RFC 9110 token (a header name, a media type
