@@ -105,12 +105,11 @@ type memRuntime interface {
 	setLimit(int64) int64
 	// collect runs a garbage collection.
 	collect()
-	// live is the heap the last collection found live.
-	live() uint64
-	// inUse is the memory the runtime holds now (heap objects, dead ones
-	// not yet freed included, stacks and runtime metadata), not counting
-	// what it returned: what the soft limit holds under the budget.
-	inUse() uint64
+	// readHeap reads, in one go, the heap the last collection found live and
+	// the memory the runtime holds now (heap objects, dead ones not yet
+	// freed included, stacks and runtime metadata), not counting what it
+	// returned: what the soft limit holds under the budget.
+	readHeap() (live, inUse uint64)
 }
 
 // goRuntime is memRuntime on the running Go runtime.
@@ -127,18 +126,13 @@ func newGoRuntime() *goRuntime {
 func (*goRuntime) envLimit() (string, bool) { return os.LookupEnv("GOMEMLIMIT") }
 func (*goRuntime) setLimit(n int64) int64   { return debug.SetMemoryLimit(n) }
 func (*goRuntime) collect()                 { runtime.GC() }
-func (r *goRuntime) live() uint64 {
-	rtmetrics.Read(r.sample[:1])
-	return value(r.sample[0])
-}
-
-func (r *goRuntime) inUse() uint64 {
-	rtmetrics.Read(r.sample[1:])
+func (r *goRuntime) readHeap() (live, inUse uint64) {
+	rtmetrics.Read(r.sample)
 	total, released := value(r.sample[1]), value(r.sample[2])
-	if released > total {
-		return 0
+	if released <= total {
+		inUse = total - released
 	}
-	return total - released
+	return value(r.sample[0]), inUse
 }
 
 func value(s rtmetrics.Sample) uint64 {
@@ -165,9 +159,9 @@ func value(s rtmetrics.Sample) uint64 {
 // reserves as it arrives, under the same rule. When the body is complete,
 // before the WAF reads it, the stream is checked once more against the
 // live heap alone (settled). Both checks also refuse while the runtime
-// holds more than the budget (overLimit): the soft limit keeps it under
-// unless the live heap has outgrown it, which the live figure shows only
-// after the next collection ends.
+// holds more than the budget: the soft limit keeps it under unless the
+// live heap has outgrown it, which the live figure shows only after the
+// next collection ends.
 type memGuard struct {
 	rt       memRuntime
 	cfg      MemoryConfig
@@ -211,7 +205,8 @@ func (m *memGuard) start(me meter) error {
 		return nil // off: max_heap_bytes 0, or GOMEMLIMIT=off
 	}
 	m.rt.collect()
-	m.baseline = int64(m.rt.live())
+	live, _ := m.rt.readHeap()
+	m.baseline = int64(live)
 	if m.baseline >= m.budget {
 		src := fmt.Sprintf("memory.max_heap_bytes (%d)", m.budget)
 		if m.fromEnv {
@@ -255,8 +250,9 @@ func (m *memGuard) grow(have, need int64) memVerdict {
 	if m.baseline+need > m.budget {
 		return memNever
 	}
-	used := max(int64(m.rt.live()), m.baseline+m.reserved)
-	if used+need-have > m.budget || m.overLimit() {
+	live, inUse := m.rt.readHeap()
+	used := max(int64(live), m.baseline+m.reserved)
+	if used+need-have > m.budget || int64(inUse) > m.budget {
 		return memFull
 	}
 	m.reserved += need - have
@@ -271,16 +267,14 @@ func (m *memGuard) grow(have, need int64) memVerdict {
 // admits many streams before any of them reaches that point; by then the
 // collections the budget triggers (the runtime's soft limit) have
 // measured what the earlier ones hold.
-func (m *memGuard) settled(own int64) bool {
-	return int64(m.rt.live())+own <= m.budget && !m.overLimit()
-}
-
-// overLimit reports whether the runtime holds more than the budget now.
-// The soft limit makes the collector hold it under the budget while the
+//
+// Both checks also refuse while the runtime holds more than the budget:
+// the soft limit makes the collector hold it under the budget while the
 // live heap allows; past it, the live heap itself is too large, before any
 // collection has finished measuring it.
-func (m *memGuard) overLimit() bool {
-	return int64(m.rt.inUse()) > m.budget
+func (m *memGuard) settled(own int64) bool {
+	live, inUse := m.rt.readHeap()
+	return int64(live)+own <= m.budget && int64(inUse) <= m.budget
 }
 
 // release returns a stream's reservation.
@@ -320,7 +314,8 @@ func (m *memGuard) refresh() {
 	if !m.on {
 		return
 	}
-	live := int64(m.rt.live())
+	l, _ := m.rt.readHeap()
+	live := int64(l)
 	m.heapGauge.Add(live - m.heapShown)
 	m.heapShown = live
 }

@@ -36,8 +36,7 @@ func (r *fakeRuntime) collect() {
 		r.heap, r.afterGC = r.afterGC, 0
 	}
 }
-func (r *fakeRuntime) live() uint64  { return r.heap }
-func (r *fakeRuntime) inUse() uint64 { return r.heap + r.garbage }
+func (r *fakeRuntime) readHeap() (live, inUse uint64) { return r.heap, r.heap + r.garbage }
 
 const mib = 1 << 20
 
