@@ -253,19 +253,20 @@ func (e *Engine) NewVM(cfg PluginConfig) (*VM, error) {
 // Exchange is one HTTP stream: the request and the upstream's answer.
 type Exchange struct {
 	// Headers are the request headers, pseudo-headers first.
-	Headers [][2]string `json:"headers"`
+	Headers [][2]string
 	// Body is the request body in the chunks it arrives in; nil: none.
-	Body [][]byte `json:"body,omitempty"`
+	Body [][]byte
 	// Reset makes the client go away after the body, without a response.
-	Reset bool `json:"reset,omitempty"`
-	// Source and Destination are the connection's addresses (host:port).
-	Source      string `json:"-"`
-	Destination string `json:"-"`
-	Protocol    string `json:"-"`
+	Reset bool
+	// Source and Destination are the connection's addresses (host:port),
+	// Protocol the request's ("HTTP/1.1" when empty).
+	Source      string
+	Destination string
+	Protocol    string
 
-	RespStatus  int         `json:"resp_status,omitempty"`
-	RespHeaders [][2]string `json:"resp_headers,omitempty"`
-	RespBody    [][]byte    `json:"resp_body,omitempty"`
+	RespStatus  int
+	RespHeaders [][2]string
+	RespBody    [][]byte
 }
 
 // Result is what the client and the upstream saw.
@@ -286,36 +287,34 @@ type Result struct {
 
 // Exchange drives one stream through the VM, to its end.
 func (vm *VM) Exchange(ex Exchange) (Result, error) {
-	m, err := exchangeJSON(ex)
-	if err != nil {
-		return Result{}, err
-	}
 	var r Result
-	err = vm.e.call(map[string]any{"op": "exchange", "vm": vm.id, "exchange": m}, &r)
+	err := vm.e.call(map[string]any{"op": "exchange", "vm": vm.id, "exchange": toWire(ex)}, &r)
 	return r, err
 }
 
-func exchangeJSON(ex Exchange) (map[string]any, error) {
-	b, err := json.Marshal(ex)
-	if err != nil {
-		return nil, err
+// wireExchange is an Exchange as host.mjs reads it.
+type wireExchange struct {
+	Headers     [][2]string `json:"headers"`
+	Body        [][]byte    `json:"body,omitempty"`
+	Reset       bool        `json:"reset,omitempty"`
+	Info        wireInfo    `json:"info"`
+	RespStatus  int         `json:"resp_status,omitempty"`
+	RespHeaders [][2]string `json:"resp_headers,omitempty"`
+	RespBody    [][]byte    `json:"resp_body,omitempty"`
+}
+
+type wireInfo struct {
+	Source      string `json:"source,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	Protocol    string `json:"protocol,omitempty"`
+}
+
+func toWire(ex Exchange) wireExchange {
+	return wireExchange{
+		Headers: ex.Headers, Body: ex.Body, Reset: ex.Reset,
+		Info:       wireInfo{Source: ex.Source, Destination: ex.Destination, Protocol: ex.Protocol},
+		RespStatus: ex.RespStatus, RespHeaders: ex.RespHeaders, RespBody: ex.RespBody,
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	info := map[string]any{}
-	if ex.Source != "" {
-		info["source"] = ex.Source
-	}
-	if ex.Destination != "" {
-		info["destination"] = ex.Destination
-	}
-	if ex.Protocol != "" {
-		info["protocol"] = ex.Protocol
-	}
-	m["info"] = info
-	return m, nil
 }
 
 // Response is the upstream's answer to a stream begun with Begin.
@@ -336,16 +335,12 @@ type Pending struct {
 // to Finish with the upstream's answer; otherwise the stream is over and
 // the Result is what the client got.
 func (vm *VM) Begin(ex Exchange) (*Pending, Result, error) {
-	m, err := exchangeJSON(ex)
-	if err != nil {
-		return nil, Result{}, err
-	}
 	var r struct {
 		Result
 		Stream int  `json:"stream"`
 		Open   bool `json:"open"`
 	}
-	if err := vm.e.call(map[string]any{"op": "begin", "vm": vm.id, "exchange": m}, &r); err != nil {
+	if err := vm.e.call(map[string]any{"op": "begin", "vm": vm.id, "exchange": toWire(ex)}, &r); err != nil {
 		return nil, Result{}, err
 	}
 	if !r.Open {
