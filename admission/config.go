@@ -130,7 +130,7 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		return c, nil
 	}
 	var r rawConfig
-	if err := decodeStrict(raw, &r); err != nil {
+	if err := jsonstrict.Decode(raw, &r); err != nil {
 		return Config{}, objectError("admission", raw, rawConfigKeys, err)
 	}
 
@@ -221,7 +221,7 @@ func parseReject(c *Config, r *rawConfig) error {
 		return nil
 	}
 	var m map[string]json.RawMessage
-	if err := decodeStrict(r.RejectHeaders, &m); err != nil || m == nil {
+	if err := jsonstrict.Decode(r.RejectHeaders, &m); err != nil || m == nil {
 		return fmt.Errorf("admission.reject_headers: got %s, want an object of header names to string values", short(r.RejectHeaders))
 	}
 	names := make([]string, 0, len(m))
@@ -256,7 +256,7 @@ func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) 
 		return nil, nil
 	}
 	var m map[string]json.RawMessage
-	if err := decodeStrict(raw, &m); err != nil || m == nil {
+	if err := jsonstrict.Decode(raw, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("admission.per_authority: got %s, want an object mapping an authority to {\"max_inflight\": N}", short(raw))
 	}
 	keys := make([]string, 0, len(m))
@@ -277,7 +277,7 @@ func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) 
 			return nil, fmt.Errorf("%s: got a second entry for %q (authorities are compared in lower case), want one entry per authority", path, name)
 		}
 		var ra rawAuthority
-		if err := decodeStrict(m[k], &ra); err != nil {
+		if err := jsonstrict.Decode(m[k], &ra); err != nil {
 			return nil, objectError(path, m[k], "max_inflight", err)
 		}
 		if ra.MaxInflight == nil {
@@ -291,10 +291,6 @@ func parsePerAuthority(raw json.RawMessage) (map[string]AuthorityConfig, error) 
 	}
 	return out, nil
 }
-
-// decodeStrict decodes one JSON value, refusing unknown keys and trailing
-// data (jsonstrict, shared with the filter's keys).
-func decodeStrict(raw []byte, v any) error { return jsonstrict.Decode(raw, v) }
 
 // objectError turns a decoding error of an object into a message that names
 // the path, with the list of valid keys for an unknown one.

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+
+	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
 // Defaults of the memory object. docs/admission.md explains each choice.
@@ -70,7 +72,7 @@ func ParseMemoryConfig(raw json.RawMessage) (MemoryConfig, error) {
 		return c, nil
 	}
 	var r rawMemory
-	if err := decodeStrict(raw, &r); err != nil {
+	if err := jsonstrict.Decode(raw, &r); err != nil {
 		return MemoryConfig{}, objectError("memory", raw, rawMemoryKeys, err)
 	}
 	heap, err := intField("memory.max_heap_bytes", r.MaxHeapBytes, int(c.MaxHeapBytes), 0, maxHeapBytes,
