@@ -365,3 +365,52 @@ func TestMemory_staleAfterBurst(t *testing.T) {
 		t.Errorf("a tick with nothing refused collected: %d", rt.collects)
 	}
 }
+
+// TestParseMemoryConfig_bounds: every bound of the memory object and of
+// max_inflight_per_vm, at the limit (accepted) and one past it (refused).
+func TestParseMemoryConfig_bounds(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{`{"max_heap_bytes": 16777216}`, true}, {`{"max_heap_bytes": 16777215}`, false},
+		{`{"max_heap_bytes": 4294967296}`, true}, {`{"max_heap_bytes": 4294967297}`, false},
+		{`{"max_heap_bytes": 0}`, true}, {`{"max_heap_bytes": -1}`, false},
+		{`{"stream_reserve_bytes": 1073741824}`, true}, {`{"stream_reserve_bytes": 1073741825}`, false},
+		{`{"stream_reserve_bytes": 0}`, true}, {`{"stream_reserve_bytes": -1}`, false},
+		{`{"body_reserve_factor": 64}`, true}, {`{"body_reserve_factor": 65}`, false},
+		{`{"body_reserve_factor": 0}`, true},
+	} {
+		if _, err := ParseMemoryConfig([]byte(tc.in)); (err == nil) != tc.ok {
+			t.Errorf("ParseMemoryConfig(%s): %v, want accepted %v", tc.in, err, tc.ok)
+		}
+	}
+	for in, ok := range map[string]bool{
+		`{"max_inflight_per_vm": 0}`: true, `{"max_inflight_per_vm": 1073741824}`: true,
+		`{"max_inflight_per_vm": 1073741825}`: false, `{"max_inflight_per_vm": -1}`: false,
+	} {
+		if _, err := ParseConfig([]byte(in)); (err == nil) != ok {
+			t.Errorf("ParseConfig(%s): %v, want accepted %v", in, err, ok)
+		}
+	}
+}
+
+// TestMemory_neverFitsBoundary: a body whose reservation fills the budget
+// exactly over the baseline is admitted; one byte more can never fit: 413.
+func TestMemory_neverFitsBoundary(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	g, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576, "body_reserve_factor": 2}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := (32*mib - 1*mib) / 2 // 1 MiB + 2 × exact = 32 MiB = budget - baseline
+	s, act := memStream(g, h, inner, cl(exact))
+	if act != types.ActionContinue || len(h.replies) != 0 {
+		t.Fatalf("a body filling the budget exactly: action %v, replies %+v", act, h.replies)
+	}
+	s.OnHttpStreamDone()
+	if _, act := memStream(g, h, inner, cl(exact+1)); act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 413 {
+		t.Fatalf("one byte more: action %v, replies %+v, want 413", act, h.replies)
+	}
+}
