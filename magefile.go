@@ -198,7 +198,7 @@ func Fuzz(perTarget string) error {
 		return fmt.Errorf("fuzz: time per target: got %q, want a Go duration such as 60s: %w", perTarget, err)
 	}
 	targets := []struct{ pkg, name string }{
-		{"./filter", "FuzzParseConfig"}, {"./filter", "FuzzRequest"}, {"./filter", "FuzzRequest_crs"}, {"./filter", "FuzzPreselection"},
+		{"./pluginconfig", "FuzzParse"}, {"./filter", "FuzzRequest"}, {"./filter", "FuzzRequest_crs"}, {"./filter", "FuzzPreselection"},
 		{"./admission", "FuzzParseConfig"}, {"./admission", "FuzzGuard_sharedValue"},
 	}
 	for i, tg := range targets {

@@ -11,21 +11,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
 // Environment variables that point the tests at a running proxy. Without
 // E2E_BASE_URL the tests start the wazero test host in-process with
 // build/main.wasm and e2e/envoy.yaml's plugin settings.
 const (
-	envBaseURL      = "E2E_BASE_URL"  // e.g. http://127.0.0.1:8080
-	envAdminURL     = "E2E_ADMIN_URL" // e.g. http://127.0.0.1:8082
-	envWasmRequired = "WASM_REQUIRED" // fail instead of skipping when build/main.wasm is missing
+	envBaseURL  = "E2E_BASE_URL"  // e.g. http://127.0.0.1:8080
+	envAdminURL = "E2E_ADMIN_URL" // e.g. http://127.0.0.1:8082
 )
 
-// wasmPath is the plugin the in-process run loads, relative to this package.
-const wasmPath = "../build/main.wasm"
-
-// buildCommand builds wasmPath; skip messages quote it.
+// buildCommand builds the plugin; skip messages quote it.
 const buildCommand = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm . (or: go run mage.go build)"
 
 // readyTimeout bounds the wait for the proxy to answer.
@@ -75,10 +73,12 @@ func setUp() (*target, error, bool) {
 		}
 		return t, nil, false
 	}
-	wasm, err := os.ReadFile(wasmPath)
+	// The in-process run loads plugintest.Path(); a missing plugin skips
+	// the tests, or fails them under WASM_REQUIRED (plugintest.Required).
+	wasm, err := os.ReadFile(plugintest.Path())
 	if err != nil {
 		err = fmt.Errorf("in-process host: %w; build it with: %s, or set %s to test a running proxy", err, buildCommand, envBaseURL)
-		return nil, err, os.Getenv(envWasmRequired) == ""
+		return nil, err, !plugintest.Required()
 	}
 	t, err := startInProcess(wasm)
 	if err != nil {

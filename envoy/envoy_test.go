@@ -13,7 +13,6 @@ import (
 
 	"github.com/wafguard/wafguard/admission"
 	"github.com/wafguard/wafguard/envoy"
-	"github.com/wafguard/wafguard/filter"
 	"github.com/wafguard/wafguard/pluginconfig"
 	"github.com/wafguard/wafguard/wasmhost"
 )
@@ -84,11 +83,11 @@ func checkBootstrap(name string, data []byte) error {
 		if got := p.Config.GetVmConfig().GetVmId(); got != vmID {
 			return fmt.Errorf("%s.vm_config.vm_id: got %q, want %q like the first wasm filter: filters that share one admission cap must share the vm_id", at, got, vmID)
 		}
-		if err := checkPluginConfiguration(p.Configuration); err != nil {
+		if err := pluginconfig.Check([]byte(p.Configuration)); err != nil {
 			return fmt.Errorf("%s.configuration: %w", at, err)
 		}
-		cfg, _ := filter.ParseConfig([]byte(p.Configuration))
-		if err := tags.CheckPluginMetrics(cfg.MetricLabels); err != nil {
+		cfg, _ := pluginconfig.Parse([]byte(p.Configuration))
+		if err := tags.CheckPluginMetrics(cfg.Filter.MetricLabels); err != nil {
 			return fmt.Errorf("%s: stats_config.stats_tags: %w", name, err)
 		}
 	}
@@ -117,16 +116,6 @@ func checkPluginConfig(pc *wasmv3.PluginConfig) error {
 		return errors.New("configuration: missing, want a google.protobuf.StringValue holding the plugin's JSON")
 	}
 	return nil
-}
-
-// checkPluginConfiguration parses the plugin's JSON configuration the way
-// the plugin does at start: the filter's parser, the admission parser on
-// its admission object, then every rule set compiled.
-func checkPluginConfiguration(data string) error {
-	if _, err := pluginconfig.Parse([]byte(data)); err != nil {
-		return err
-	}
-	return filter.Check([]byte(data))
 }
 
 // checkBufferLimits checks each listener with the plugin: Envoy's buffer

@@ -86,7 +86,7 @@ func crsWAF(tb testing.TB) coraza.WAF { return wafFor(tb, crsConfig) }
 // wafFor compiles config's rule set as the plugin would, without a host.
 func wafFor(tb testing.TB, config string) coraza.WAF {
 	tb.Helper()
-	cfg, err := ParseConfig([]byte(config))
+	cfg, err := parseConfig([]byte(config))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,20 +1,20 @@
 package filter
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
-	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
-// Config is the plugin configuration. Its JSON shape is a superset of
-// coraza-proxy-wasm's, so configurations written for it load unchanged.
+// Config holds the WAF's keys of the plugin configuration document, which
+// pluginconfig decodes (the document also holds the admission and memory
+// objects). Its keys are a superset of coraza-proxy-wasm's, so
+// configurations written for it load unchanged. The json tags are the key
+// names.
 type Config struct {
 	// DirectivesMap names rule sets; each is a list of SecLang lines.
 	DirectivesMap map[string][]string `json:"directives_map"`
@@ -27,14 +27,6 @@ type Config struct {
 	// MetricLabels are appended to every metric name as _key=value pairs,
 	// in key order.
 	MetricLabels map[string]string `json:"metric_labels"`
-	// Admission is the admission guard's configuration, left undecoded for
-	// the admission package; nil when the key is absent.
-	Admission json.RawMessage `json:"admission"`
-	// Memory is the VM heap budget and the memory side of admission,
-	// left undecoded for the admission package (ParseMemoryConfig); nil
-	// when the key is absent, which gives the defaults.
-	Memory json.RawMessage `json:"memory"`
-
 	// JSONLog adds one JSON line per transaction to the proxy log.
 	JSONLog bool `json:"json_log"`
 	// RuleMetricsTopN bounds the per-rule match counters; nil gives
@@ -58,7 +50,7 @@ type Config struct {
 	// nil gives true, false evaluates every rule.
 	RulePreselection *bool `json:"rule_preselection"`
 
-	// ops is the validated form of the keys above, built by validate.
+	// ops is the validated form of the keys above, built by Validate.
 	ops operability
 }
 
@@ -76,88 +68,20 @@ var defaultDirectives = []string{
 	"Include @owasp_crs/*.conf",
 }
 
-// configKeys lists the top-level keys, for error messages.
-const configKeys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, " +
-	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection"
-
-// ParseConfig decodes and validates the plugin configuration. Empty data (or
-// only whitespace) gives the defaults: the rule set "default" with the whole
-// CRS in blocking mode. Rule sets are compiled later, by NewPlugin or Check.
-func ParseConfig(data []byte) (*Config, error) {
-	cfg := &Config{}
-	if len(bytes.TrimSpace(data)) != 0 {
-		if err := decodeStrict(data, cfg); err != nil {
-			return nil, err
-		}
+// Validate fills in the defaults of absent keys and checks the keys: the
+// cross references between rule set names, the metric labels and the
+// operability keys. With no directives_map, default_directives and
+// per_authority_directives, the rule set "default" holds the whole CRS in
+// blocking mode. Rule sets are compiled later, by NewPlugin (or checked one
+// by one with CheckRuleSet). pluginconfig.Parse calls it on the decoded
+// document; NewPlugin calls it again, so a Config built by hand is held to
+// the same rules with the same messages.
+func (c *Config) Validate() error {
+	if c.DirectivesMap == nil && c.DefaultDirectives == "" && len(c.PerAuthorityDirectives) == 0 {
+		c.DirectivesMap = map[string][]string{defaultRuleSetName: defaultDirectives}
+		c.DefaultDirectives = defaultRuleSetName
 	}
-	if cfg.DirectivesMap == nil && cfg.DefaultDirectives == "" && len(cfg.PerAuthorityDirectives) == 0 {
-		cfg.DirectivesMap = map[string][]string{defaultRuleSetName: defaultDirectives}
-		cfg.DefaultDirectives = defaultRuleSetName
-	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// decodeStrict decodes one JSON object into cfg, refusing unknown keys and
-// trailing data.
-func decodeStrict(data []byte, cfg *Config) error {
-	err := jsonstrict.Decode(data, cfg)
-	switch {
-	case errors.Is(err, jsonstrict.ErrTrailingData):
-		return errors.New("plugin configuration: unexpected data after the JSON object; give exactly one object")
-	case err != nil:
-		return describeJSONError(data, err)
-	}
-	return nil
-}
-
-// describeJSONError turns encoding/json errors into messages that locate the
-// problem and say what is valid.
-func describeJSONError(data []byte, err error) error {
-	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntaxErr):
-		return fmt.Errorf("plugin configuration: invalid JSON at byte offset %d: %w", syntaxErr.Offset, err)
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			return fmt.Errorf("plugin configuration: got JSON %s, want an object with the keys %s: %w", typeErr.Value, configKeys, err)
-		}
-		return fmt.Errorf("%s: got JSON %s, want %s: %w", field, typeErr.Value, describeType(field), err)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("plugin configuration: truncated JSON (%d bytes): %w", len(data), err)
-	}
-	if name, ok := jsonstrict.UnknownKey(err); ok {
-		return fmt.Errorf("plugin configuration: unknown key %s; valid keys are %s", name, configKeys)
-	}
-	return fmt.Errorf("plugin configuration: %w", err)
-}
-
-// describeType says what a key holds, for type errors.
-func describeType(field string) string {
-	key, _, _ := strings.Cut(field, ".")
-	switch key {
-	case "directives_map":
-		return `an object of rule set names to lists of SecLang lines, e.g. {"crs": ["Include @owasp_crs/*.conf"]}`
-	case "default_directives":
-		return "a string naming a directives_map entry"
-	case "per_authority_directives":
-		return "an object of authorities to directives_map names"
-	case "metric_labels":
-		return "an object of strings to strings"
-	case "json_log", "rule_preselection":
-		return "true or false"
-	case "rule_metrics_top_n", "request_json_max_depth", "request_body_no_files_limit":
-		return "a non-negative integer"
-	case "raw_body_content_types":
-		return `a list of media types, e.g. ["application/octet-stream"]`
-	case "deny_response":
-		return `an object of rule set names to {"status", "body", "content_type", "headers"}`
-	}
-	return "another type"
+	return c.validate()
 }
 
 // validate checks the cross references between keys and the metric labels.

@@ -5,61 +5,54 @@ import (
 	"testing"
 )
 
-func TestParseConfig_defaults(t *testing.T) {
-	for _, data := range []string{"", "  \n", "{}", `{"admission": {"max_inflight": 3}}`} {
-		cfg, err := ParseConfig([]byte(data))
-		if err != nil {
-			t.Fatalf("ParseConfig(%q): %v", data, err)
+func TestValidate_defaults(t *testing.T) {
+	for _, cfg := range []*Config{{}, {MetricLabels: map[string]string{"env": "prod"}}} {
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Validate(%+v): %v", cfg, err)
 		}
 		if cfg.DefaultDirectives != "default" || !reflect.DeepEqual(cfg.DirectivesMap["default"], defaultDirectives) {
-			t.Errorf("ParseConfig(%q): got default %q, map %v; want the built-in CRS set", data, cfg.DefaultDirectives, cfg.DirectivesMap)
+			t.Errorf("got default %q, map %v; want the built-in CRS set", cfg.DefaultDirectives, cfg.DirectivesMap)
+		}
+	}
+	// A configuration that names rule sets gets no default one.
+	cfg := &Config{DirectivesMap: map[string][]string{"a": nil}}
+	if err := cfg.Validate(); err == nil || cfg.DirectivesMap["default"] != nil {
+		t.Errorf("Validate(directives_map without default_directives): err %v, map %v; want an error and no default set", err, cfg.DirectivesMap)
+	}
+}
+
+// TestNewPlugin_validates: a Config built by hand is held to the same
+// rules, with the same messages, as one pluginconfig.Parse decoded.
+func TestNewPlugin_validates(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *Config
+		want string
+	}{
+		{nil, "filter: nil configuration; parse one with pluginconfig.Parse"},
+		{&Config{DirectivesMap: map[string][]string{"a": nil}, DefaultDirectives: "b"},
+			`default_directives: "b" names no entry in directives_map; want one of "a"`},
+		{&Config{DirectivesMap: map[string][]string{"a": nil}, DefaultDirectives: "a", PerAuthorityDirectives: map[string]string{"x.example": "c"}},
+			`per_authority_directives["x.example"]: "c" names no entry in directives_map; want one of "a"`},
+	} {
+		if _, err := NewPlugin(tc.cfg); err == nil || err.Error() != tc.want {
+			t.Errorf("NewPlugin(%+v): got %v, want %s", tc.cfg, err, tc.want)
 		}
 	}
 }
 
-func TestParseConfig_admissionKeptRaw(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"admission": {"max_inflight": 3, "unknown_to_us": true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(cfg.Admission), `{"max_inflight": 3, "unknown_to_us": true}`; got != want {
-		t.Errorf("Admission: got %s, want %s", got, want)
-	}
-	cfg, err = ParseConfig(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Admission != nil {
-		t.Errorf("Admission: got %s, want nil when absent", cfg.Admission)
-	}
-}
-
-func TestParseConfig_drop_in(t *testing.T) {
-	// A coraza-proxy-wasm configuration loads unchanged.
-	data := `{
-		"directives_map": {
-			"rs1": ["Include @demo-conf", "Include @crs-setup-conf", "SecDebugLogLevel 9", "SecRuleEngine On", "Include @owasp_crs/*.conf"],
-			"rs2": ["Include @recommended-conf", "SecRuleEngine DetectionOnly"]
-		},
-		"default_directives": "rs1",
-		"per_authority_directives": {"foo.example.com": "rs2", "bar.example.com:8080": "rs2"},
-		"metric_labels": {"owner": "coraza", "identifier": "global"}
-	}`
-	if err := Check([]byte(data)); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-}
-
-func TestCheck_aliases(t *testing.T) {
+func TestCheckRuleSet_aliases(t *testing.T) {
 	for _, include := range []string{
 		"@recommended-conf", "@crs-setup-conf", "@demo-conf",
 		"@coraza.conf-recommended", "@crs-setup.conf.example",
 		"@owasp_crs/REQUEST-901-INITIALIZATION.conf",
 	} {
-		data := `{"directives_map": {"a": ["Include ` + include + `"]}, "default_directives": "a"}`
-		if err := Check([]byte(data)); err != nil {
+		if err := CheckRuleSet("a", []string{"Include " + include}); err != nil {
 			t.Errorf("Include %s: %v", include, err)
 		}
+	}
+	want := `directives_map["b"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: failed to readfile: open @owasp_crs/NO-SUCH-FILE.conf: file does not exist`
+	if err := CheckRuleSet("b", []string{"Include @owasp_crs/NO-SUCH-FILE.conf"}); err == nil || err.Error() != want {
+		t.Errorf("missing include: got %v, want %s", err, want)
 	}
 }
 
@@ -93,10 +86,10 @@ func TestEncodeLabels(t *testing.T) {
 	}
 }
 
-func TestParseConfig_labelKey(t *testing.T) {
+func TestValidate_labelKey(t *testing.T) {
 	for _, key := range []string{"phase", "ruleid", "Owner", "team_name", "1x", ""} {
 		data := `{"directives_map": {"a": []}, "default_directives": "a", "metric_labels": {"` + key + `": "x"}}`
-		_, err := ParseConfig([]byte(data))
+		_, err := parseConfig([]byte(data))
 		want := `metric_labels: key "` + key + `": want 1 to 32 lower-case letters and digits, starting with a letter, other than "ruleid" and "phase"`
 		if err == nil || err.Error() != want {
 			t.Errorf("key %q: got %v, want %s", key, err, want)
@@ -104,9 +97,9 @@ func TestParseConfig_labelKey(t *testing.T) {
 	}
 }
 
-func TestParseConfig_duplicateHost(t *testing.T) {
+func TestValidate_duplicateHost(t *testing.T) {
 	data := `{"directives_map": {"a": []}, "default_directives": "a", "per_authority_directives": {"a.example.com": "a", "A.example.com:80": "a"}}`
-	_, err := ParseConfig([]byte(data))
+	_, err := parseConfig([]byte(data))
 	want := `per_authority_directives["a.example.com"]: same host "a.example.com" as "A.example.com:80" (ports and case are ignored); keep one of them`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)

@@ -1,7 +1,8 @@
 // Package filter runs one Coraza transaction per HTTP stream inside a
 // proxy-wasm plugin. The WAFs are compiled once per VM, when the plugin starts
-// (NewPlugin), from the SecLang rule sets of the plugin configuration
-// (ParseConfig); every stream then only creates a transaction.
+// (NewPlugin), from the SecLang rule sets of its keys of the plugin
+// configuration (Config, decoded by package pluginconfig); every stream then
+// only creates a transaction.
 //
 // See docs/configuration.md for the configuration keys, the embedded rule
 // files, the metrics and the blocking behaviour in each phase.

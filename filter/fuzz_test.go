@@ -14,58 +14,11 @@ import (
 // The fuzz targets replay their seeds and testdata/fuzz/<target>/ under plain
 // `go test`. To fuzz one (at most a minute at a time on a shared machine):
 //
-//	go test ./filter -run '^$' -fuzz '^FuzzParseConfig$' -fuzztime 60s -parallel 1
 //	go test ./filter -run '^$' -fuzz '^FuzzRequest$' -fuzztime 60s -parallel 1
 //	go test ./filter -run '^$' -fuzz '^FuzzRequest_crs$' -fuzztime 60s -parallel 1
 //
 // Inputs the fuzzer finds land in testdata/fuzz/<target>/; keep the ones
 // that failed, once fixed, so that CI replays them.
-
-// FuzzParseConfig checks that any configuration either fails with a one-line
-// error that names a key, or gives a configuration whose cross references
-// hold, without a panic.
-func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{
-		``, ` `, `null`, `{}`, `[]`, `"x"`, `1`, `{`, `{"directives_map": {}}`,
-		phaseConfig, perAuthorityConfig, labelledConfig, bodyLimitConfig("Reject"),
-		`{"directives_map": {"a": ["SecRuleEngine On"]}, "default_directives": "a", "admission": {"max_inflight": 2}}`,
-		`{"directives_map": {"a": ["SecRuleEngine On"]}, "default_directives": "a", "per_authority_directives": {"[::1]:80": "a", "::1": "a"}}`,
-		`{"directives_map": {"a": ["x"]}, "default_directives": "a", "per_authority_directives": {"A.example:1": "a", "a.example": "a"}}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "metric_labels": {"env": "prod", "ruleid": "x"}}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "rule_metrics_top_n": -1}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "request_json_max_depth": 0, "request_body_no_files_limit": 0}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "raw_body_content_types": ["application/octet-stream", ""]}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "deny_response": {"a": {"status": 403, "body": "no", "headers": {"x": "y"}}}}`,
-		`{"directives_map": {"a": []}, "default_directives": "a", "deny_response": {"b": {}}}`,
-		`{"directives_map": {"a": []}, "default_directives": "a"} {}`,
-		"{\"directives_map\": {\"\xff\": []}, \"default_directives\": \"\xff\"}",
-		`{"directives_map": {"a": []}, "default_directives": "a", "json_log": "yes"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
-		if err != nil {
-			msg := err.Error()
-			if msg == "" || strings.ContainsRune(msg, '\n') && !strings.Contains(string(data), "\n") {
-				t.Fatalf("config %q: error %q is empty or spans lines", data, msg)
-			}
-			return
-		}
-		if _, ok := cfg.DirectivesMap[cfg.DefaultDirectives]; !ok {
-			t.Fatalf("config %q: default_directives %q names no rule set", data, cfg.DefaultDirectives)
-		}
-		for a, name := range cfg.PerAuthorityDirectives {
-			if _, ok := cfg.DirectivesMap[name]; !ok {
-				t.Fatalf("config %q: per_authority_directives[%q] = %q names no rule set", data, a, name)
-			}
-		}
-		// Parsing is deterministic: the same bytes give the same answer.
-		if _, err := ParseConfig(data); err != nil {
-			t.Fatalf("config %q: accepted once, refused the second time: %v", data, err)
-		}
-	})
-}
 
 // fuzzRules is the small rule set of FuzzRequest: Coraza's recommended
 // settings (body processors for urlencoded, multipart, JSON and XML, and the

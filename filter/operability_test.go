@@ -539,8 +539,6 @@ var badOpsConfigCases = []badConfigCase{
 		`request_json_max_depth: got 100001, want 0 (off) or 1 to 100000`},
 	{"no files limit negative", `{"directives_map": {"a": []}, "default_directives": "a", "request_body_no_files_limit": -5}`,
 		`request_body_no_files_limit: got -5, want 0 (off) or 1 to 1099511627776 bytes`},
-	{"json log wrong type", `{"directives_map": {"a": []}, "default_directives": "a", "json_log": "yes"}`,
-		`json_log: got JSON string, want true or false: json: cannot unmarshal string into Go struct field Config.json_log of type bool`},
 	{"raw type with parameters", `{"directives_map": {"a": []}, "default_directives": "a", "raw_body_content_types": ["application/octet-stream; q=1"]}`,
 		`raw_body_content_types[0]: got "application/octet-stream; q=1", want a media type without parameters, e.g. "application/octet-stream"`},
 	{"deny for unknown rule set", `{"directives_map": {"a": []}, "default_directives": "a", "deny_response": {"b": {}}}`,

@@ -2,7 +2,6 @@ package filter
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
@@ -31,52 +30,38 @@ type hostRules struct {
 	deny *denyResponse
 }
 
-// NewPlugin compiles the configuration's rule sets (reusing the WAFs this VM
-// compiled before for the same directives) and defines the metrics. It makes
-// host calls, so call it from OnPluginStart, never from init(). The error
-// names the rule set and carries Coraza's message.
+// NewPlugin validates the configuration (Config.Validate), compiles its
+// rule sets (reusing the WAFs this VM compiled before for the same
+// directives) and defines the metrics. It makes host calls, so call it from
+// OnPluginStart, never from init(). The error names the key, or the rule
+// set with Coraza's message.
 func NewPlugin(cfg *Config) (*Plugin, error) {
 	if cfg == nil {
-		return nil, errors.New("filter: nil configuration; call ParseConfig first")
+		return nil, errors.New("filter: nil configuration; parse one with pluginconfig.Parse")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	sets, err := buildRuleSets(cfg)
 	if err != nil {
 		return nil, err
 	}
-	def, ok := sets[cfg.DefaultDirectives]
-	if !ok {
-		return nil, fmt.Errorf("default_directives: %q names no entry in directives_map; want one of %s", cfg.DefaultDirectives, cfg.ruleSetNames())
-	}
+	// Validate checked that default_directives and every
+	// per_authority_directives value name a rule set.
 	rules := make(map[string]*hostRules, len(sets))
 	for name, set := range sets {
 		rules[name] = &hostRules{name: name, waf: set.waf, deny: cfg.ops.deny[name]}
 	}
 	p := &Plugin{
-		defaultSet: rules[def.name],
+		defaultSet: rules[cfg.DefaultDirectives],
 		byHost:     make(map[string]*hostRules, len(cfg.PerAuthorityDirectives)),
 		ops:        cfg.ops,
 	}
 	for authority, name := range cfg.PerAuthorityDirectives {
-		set, ok := rules[name]
-		if !ok {
-			return nil, fmt.Errorf("per_authority_directives[%q]: %q names no entry in directives_map; want one of %s", authority, name, cfg.ruleSetNames())
-		}
-		p.byHost[httpsyntax.AuthorityHost(authority)] = set
+		p.byHost[httpsyntax.AuthorityHost(authority)] = rules[name]
 	}
 	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN)
 	return p, nil
-}
-
-// Check parses the configuration and compiles every rule set, without a VM
-// and without host calls: it is what a --check-config mode runs. It returns
-// the error the plugin would refuse to start with.
-func Check(data []byte) error {
-	cfg, err := ParseConfig(data)
-	if err != nil {
-		return err
-	}
-	_, err = buildRuleSets(cfg)
-	return err
 }
 
 // rulesFor returns the rule set for a request's :authority.

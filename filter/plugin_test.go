@@ -382,27 +382,10 @@ func hasLog(logs []string, prefix, substr string) bool {
 // error it must refuse it with.
 type badConfigCase struct{ name, config, want string }
 
+// badConfigCases are errors in the WAF's keys and rule sets; errors in the
+// document itself (JSON syntax, types, unknown keys) are pluginconfig's,
+// tested there on both runners.
 var badConfigCases = []badConfigCase{
-	{
-		name:   "unknown key",
-		config: `{"directives": {"a": []}}`,
-		want:   `plugin configuration: unknown key "directives"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection`,
-	},
-	{
-		name:   "invalid json",
-		config: `{"directives_map": {"a": ["SecRuleEngine On"]},}`,
-		want:   `plugin configuration: invalid JSON at byte offset 48: invalid character '}' looking for beginning of object key string`,
-	},
-	{
-		name:   "wrong type",
-		config: `{"directives_map": {"a": "SecRuleEngine On"}, "default_directives": "a"}`,
-		want:   `directives_map: got JSON string, want an object of rule set names to lists of SecLang lines, e.g. {"crs": ["Include @owasp_crs/*.conf"]}: json: cannot unmarshal string into Go struct field Config.directives_map of type []string`,
-	},
-	{
-		name:   "trailing data",
-		config: `{} {}`,
-		want:   `plugin configuration: unexpected data after the JSON object; give exactly one object`,
-	},
 	{
 		name:   "default names no entry",
 		config: `{"directives_map": {"a": ["SecRuleEngine On"], "b": []}, "default_directives": "c"}`,

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+
+	"github.com/wafguard/wafguard/internal/jsonstrict"
 )
 
 // nativeRunner drives the plugin compiled into the test binary through the
@@ -206,6 +210,28 @@ func (p *nativePlugin) metric(name string) (uint64, bool) {
 
 func (p *nativePlugin) close() { p.reset() }
 
+// parseConfig reads a whole plugin configuration for the filter's tests,
+// which cannot import pluginconfig (it imports filter): the document
+// decoded strictly with the admission and memory objects skipped, then
+// Validate, as pluginconfig.Parse does. Errors in the document itself
+// (unknown keys, JSON types) are worded by pluginconfig and tested there.
+func parseConfig(data []byte) (*Config, error) {
+	var doc struct {
+		Config
+		Admission json.RawMessage `json:"admission"`
+		Memory    json.RawMessage `json:"memory"`
+	}
+	if len(bytes.TrimSpace(data)) != 0 {
+		if err := jsonstrict.Decode(data, &doc); err != nil {
+			return nil, err
+		}
+	}
+	if err := doc.Validate(); err != nil {
+		return nil, err
+	}
+	return &doc.Config, nil
+}
+
 // testVM mirrors main.go without the admission guard.
 type testVM struct{ types.DefaultVMContext }
 
@@ -222,7 +248,7 @@ func (p *testPluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCriticalf("reading plugin configuration: %v", err)
 		return types.OnPluginStartStatusFailed
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := parseConfig(data)
 	if err != nil {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/v8host"
 )
 
 // This file holds the contract shared by the runners of the case tables:
 // the native one (runner_native_test.go, the plugin compiled for the test
 // binary and driven through the SDK's proxytest emulator) and the wasm one
-// (runner_wasm_test.go, build/main.wasm driven through the wasmhost package on
+// (runner_wasmhost_test.go, build/main.wasm driven through the wasmhost package on
 // wazero, compiled once per test binary) and the V8 one (runner_v8_test.go,
 // the same file on Node 26's V8 through the v8host package). A case is
 // written once and runs in all three, as the subtests "go", "wasm" and "v8".
@@ -82,17 +83,14 @@ func forEachRunner(t *testing.T, f func(t *testing.T, r runner)) {
 	t.Run("wasm", func(t *testing.T) {
 		r, err := getWasmRunner()
 		if err != nil {
-			if os.Getenv("WASM_REQUIRED") != "" {
-				t.Fatalf("wasm runner: %v", err)
-			}
-			t.Skipf("wasm runner: %v (build it with: go run mage.go build)", err)
+			plugintest.Missing(t, "wasm runner: %v", err)
 		}
 		f(t, r)
 	})
 	t.Run("v8", func(t *testing.T) {
 		r, err := getV8Runner()
 		if err != nil {
-			if os.Getenv("WAFGUARD_V8_REQUIRED") != "" || os.Getenv("WASM_REQUIRED") != "" && !errors.Is(err, v8host.ErrNoNode) {
+			if os.Getenv("WAFGUARD_V8_REQUIRED") != "" || plugintest.Required() && !errors.Is(err, v8host.ErrNoNode) {
 				t.Fatalf("v8 runner: %v", err)
 			}
 			t.Skipf("v8 runner: %v", err)

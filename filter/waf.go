@@ -30,17 +30,38 @@ type ruleSet struct {
 }
 
 // buildRuleSets compiles every directives_map entry, in name order, reusing
-// cached WAFs. It makes no host calls, so it also runs outside a VM (Check).
+// cached WAFs. It makes no host calls.
 func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 	sets := make(map[string]ruleSet, len(cfg.DirectivesMap))
 	for _, name := range sortedKeys(cfg.DirectivesMap) {
-		waf, err := compileWAF(cfg.DirectivesMap[name], cfg.ops.preselect)
+		waf, err := compileRuleSet(name, cfg.DirectivesMap[name], cfg.ops.preselect)
 		if err != nil {
-			return nil, fmt.Errorf("directives_map[%q]: invalid SecLang, fix or remove the directive: %w", name, err)
+			return nil, err
 		}
 		sets[name] = ruleSet{name: name, waf: waf}
 	}
 	return sets, nil
+}
+
+// CheckRuleSet compiles one directives_map entry natively, without a VM and
+// without host calls, and returns the error the plugin would refuse to
+// start with for it (nil when it compiles). Configuration checkers
+// (pluginconfig.Check) call it for every rule set to report all the broken
+// ones, where NewPlugin stops at the first. The rule set is compiled as the
+// plugin compiles it by default, with the rule preselection.
+func CheckRuleSet(name string, directives []string) error {
+	_, err := compileRuleSet(name, directives, true)
+	return err
+}
+
+// compileRuleSet is the one way a rule set is compiled: compileWAF, with
+// the error naming the rule set.
+func compileRuleSet(name string, directives []string, withPreselection bool) (coraza.WAF, error) {
+	waf, err := compileWAF(directives, withPreselection)
+	if err != nil {
+		return nil, fmt.Errorf("directives_map[%q]: invalid SecLang, fix or remove the directive: %w", name, err)
+	}
+	return waf, nil
 }
 
 // compileWAF returns the WAF for these directives, from the cache when it

@@ -30,7 +30,6 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/wafguard/wafguard/envoy"
-	"github.com/wafguard/wafguard/filter"
 	"github.com/wafguard/wafguard/pluginconfig"
 )
 
@@ -159,7 +158,7 @@ func checkWasmPlugin(o *object) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", doc.At("spec.pluginConfig"), err)
 	}
-	if err := checkPluginConfiguration(string(cfg)); err != nil {
+	if err := pluginconfig.Check(cfg); err != nil {
 		return fmt.Errorf("%s: %w", doc.At("spec.pluginConfig"), err)
 	}
 	return nil
@@ -169,16 +168,6 @@ func checkWasmPlugin(o *object) error {
 // (the istio label of the istio/gateway chart and the classic gateways).
 func gatewaySelector(labels map[string]string) bool {
 	return strings.Contains(labels["istio"], "gateway")
-}
-
-// checkPluginConfiguration parses the plugin's JSON configuration the way
-// the plugin does at start: the filter's parser, the admission parser on
-// its admission object, then every rule set compiled.
-func checkPluginConfiguration(data string) error {
-	if _, err := pluginconfig.Parse([]byte(data)); err != nil {
-		return err
-	}
-	return filter.Check([]byte(data))
 }
 
 // patchTypes is the Envoy message each applyTo patches (Istio's
@@ -299,11 +288,11 @@ func wasmPluginLabels() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc, err := filter.ParseConfig(cfg)
+	pc, err := pluginconfig.Parse(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return pc.MetricLabels, nil
+	return pc.Filter.MetricLabels, nil
 }
 
 // findNode follows mapping keys (string) and sequence indexes (int) from n.

@@ -1,13 +1,6 @@
-// Package configcheck validates a whole plugin configuration natively, before
-// it goes live: the filter's keys, every rule set (each compiled with Coraza
-// as the plugin would) and the admission object. It reports every problem it
-// finds, not only the first, so one run of a CI step lists them all.
-//
-// cmd/wafcheck is its command line.
 package pluginconfig
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -26,27 +19,30 @@ type lenient struct {
 
 // Check parses the plugin configuration data and compiles every rule set. It
 // returns nil when the plugin would start with it, else one error per
-// problem, joined with errors.Join: the first error in the filter's own keys
-// (the same text as the plugin's critical log line), then one per rule set
-// that does not compile, in name order, then the admission error, then the memory error. Each
-// message names the key or the rule set.
+// problem, joined with errors.Join: the first error in the document or the
+// WAF's keys (the same text as the plugin's critical log line), then one
+// per rule set that does not compile, in name order, then the admission
+// error, then the memory error. Each message names the key or the rule set.
 //
 // Data that is not a JSON object gives only the decoding error.
 func Check(data []byte) error {
 	var errs []error
-	var sets map[string][]string
-	var adm, mem json.RawMessage
-	cfg, err := filter.ParseConfig(data)
+	doc, err := decode(data)
 	if err == nil {
-		sets, adm, mem = cfg.DirectivesMap, cfg.Admission, cfg.Memory
-	} else {
+		err = doc.Config.Validate()
+	}
+	if err != nil {
 		errs = append(errs, err)
+		// Keep checking what can still be read: a lenient decode of
+		// the rule sets and the two objects.
 		var l lenient
 		if json.Unmarshal(data, &l) != nil {
 			return errors.Join(errs...)
 		}
-		sets, adm, mem = l.DirectivesMap, l.Admission, l.Memory
+		doc = &document{Admission: l.Admission, Memory: l.Memory}
+		doc.DirectivesMap = l.DirectivesMap
 	}
+	sets := doc.DirectivesMap
 	names := make([]string, 0, len(sets))
 	for name := range sets {
 		names = append(names, name)
@@ -57,12 +53,10 @@ func Check(data []byte) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(bytes.TrimSpace(adm)) != 0 {
-		if _, err := admission.ParseConfig(adm); err != nil {
-			errs = append(errs, err)
-		}
+	if _, err := admission.ParseConfig(doc.Admission); err != nil {
+		errs = append(errs, err)
 	}
-	if _, err := admission.ParseMemoryConfig(mem); err != nil {
+	if _, err := admission.ParseMemoryConfig(doc.Memory); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

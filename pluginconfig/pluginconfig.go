@@ -9,11 +9,13 @@
 // step lists them all. cmd/wafcheck and `wafhost check` are its command
 // line (Main).
 //
-// The walk from a key to where it acts: `admission.max_inflight` is read by
-// Parse (through admission.ParseConfig), handed by main.go to
-// admission.New, and used by the Guard; `directives_map` is read by Parse
-// (through filter.ParseConfig), handed to filter.NewPlugin, which compiles
-// each rule set.
+// This package alone decodes the document (document.go): the WAF's keys are
+// the fields of filter.Config, which it embeds; the admission and memory
+// objects are decoded by their owner, the admission package. The walk from
+// a key to where it acts: `admission.max_inflight` is read by Parse
+// (through admission.ParseConfig), handed by main.go to admission.New, and
+// used by the Guard; `directives_map` is read by Parse into filter.Config,
+// handed by main.go to filter.NewPlugin, which compiles each rule set.
 package pluginconfig
 
 import (
@@ -32,21 +34,26 @@ type Config struct {
 }
 
 // Parse decodes and validates the plugin configuration; empty data gives
-// the defaults. The first problem is returned, in the words the plugin logs
-// when it refuses to start; rule sets are compiled later (filter.NewPlugin,
-// or Check).
+// the defaults. It decodes the document once (strict: one object, no
+// unknown keys), validates the WAF's keys (filter.Config.Validate), then
+// hands the admission and memory objects to their parsers. The first
+// problem is returned, in the words the plugin logs when it refuses to
+// start; rule sets are compiled later (filter.NewPlugin, or Check).
 func Parse(data []byte) (*Config, error) {
-	f, err := filter.ParseConfig(data)
+	doc, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
-	a, err := admission.ParseConfig(f.Admission)
+	if err := doc.Config.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := admission.ParseConfig(doc.Admission)
 	if err != nil {
 		return nil, err
 	}
-	m, err := admission.ParseMemoryConfig(f.Memory)
+	m, err := admission.ParseMemoryConfig(doc.Memory)
 	if err != nil {
 		return nil, err
 	}
-	return &Config{Filter: f, Admission: a, Memory: m}, nil
+	return &Config{Filter: &doc.Config, Admission: a, Memory: m}, nil
 }

@@ -38,18 +38,29 @@ var read struct {
 	err error
 }
 
+// Required reports whether a missing plugin is a failure rather than a
+// reason to skip: WASM_REQUIRED is set (CI builds the plugin first, so a
+// missing plugin there is a failure).
+func Required() bool { return os.Getenv("WASM_REQUIRED") != "" }
+
+// Missing ends tb for want of the plugin (or of something built from it):
+// it fails under WASM_REQUIRED, and skips otherwise, saying how to build
+// it.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if Required() {
+		tb.Fatalf(format, args...)
+	}
+	tb.Skipf(format+" (build it with: go run mage.go build)", args...)
+}
+
 // Read returns the plugin, read once per test binary (callers must not
-// change it), or skips tb when it is missing, failing instead when
-// WASM_REQUIRED is set (CI builds it first, so a missing plugin there is a
-// failure, not a reason to skip).
+// change it), or ends tb through Missing when it cannot be read.
 func Read(tb testing.TB) []byte {
 	tb.Helper()
 	read.Do(func() { read.b, read.err = os.ReadFile(Path()) })
 	if read.err != nil {
-		if os.Getenv("WASM_REQUIRED") != "" {
-			tb.Fatalf("reading the plugin: %v", read.err)
-		}
-		tb.Skipf("reading the plugin: %v (build it with: go run mage.go build)", read.err)
+		Missing(tb, "reading the plugin: %v", read.err)
 	}
 	return read.b
 }
