@@ -73,7 +73,7 @@ var defaultDirectives = []string{
 // operability keys. With no directives_map, default_directives and
 // per_authority_directives, the rule set "default" holds the whole CRS in
 // blocking mode. Rule sets are compiled later, by NewPlugin (or checked one
-// by one with CheckRuleSet). pluginconfig.Parse calls it on the decoded
+// by one with CheckRuleSets). pluginconfig.Parse calls it on the decoded
 // document; NewPlugin calls it again, so a Config built by hand is held to
 // the same rules with the same messages.
 func (c *Config) Validate() error {

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -40,19 +41,46 @@ func TestNewPlugin_validates(t *testing.T) {
 	}
 }
 
-func TestCheckRuleSet_aliases(t *testing.T) {
+func TestCheckRuleSets(t *testing.T) {
 	for _, include := range []string{
 		"@recommended-conf", "@crs-setup-conf", "@demo-conf",
 		"@coraza.conf-recommended", "@crs-setup.conf.example",
 		"@owasp_crs/REQUEST-901-INITIALIZATION.conf",
 	} {
-		if err := CheckRuleSet("a", []string{"Include " + include}); err != nil {
-			t.Errorf("Include %s: %v", include, err)
+		cfg := &Config{DirectivesMap: map[string][]string{"a": {"Include " + include}}}
+		if errs := cfg.CheckRuleSets(); errs != nil {
+			t.Errorf("Include %s: %v", include, errs)
 		}
 	}
-	want := `directives_map["b"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: failed to readfile: open @owasp_crs/NO-SUCH-FILE.conf: file does not exist`
-	if err := CheckRuleSet("b", []string{"Include @owasp_crs/NO-SUCH-FILE.conf"}); err == nil || err.Error() != want {
-		t.Errorf("missing include: got %v, want %s", err, want)
+	off := false
+	cfg := &Config{
+		DirectivesMap: map[string][]string{
+			"c": {"Include @owasp_crs/NO-SUCH-FILE.conf"},
+			"a": {"SecNoSuchDirective 1"},
+			"b": {"SecRuleEngine On", `SecAction "id:4242001,phase:1,pass,nolog"`},
+		},
+		RulePreselection: &off,
+	}
+	want := []string{
+		`directives_map["a"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: unknown directive "secnosuchdirective"`,
+		`directives_map["c"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: failed to readfile: open @owasp_crs/NO-SUCH-FILE.conf: file does not exist`,
+	}
+	errs := cfg.CheckRuleSets()
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors %v, want %d, one per broken rule set in name order", len(errs), errs, len(want))
+	}
+	for i := range want {
+		if errs[i].Error() != want[i] {
+			t.Errorf("error %d:\ngot  %s\nwant %s", i, errs[i], want[i])
+		}
+	}
+	// With rule_preselection off the sets are compiled as the plugin
+	// compiles them then: without the screen's index.
+	b := strings.Join(cfg.DirectivesMap["b"], "\n")
+	_, off1 := wafCache["rule_preselection=false\n"+b]
+	_, on := wafCache[b]
+	if !off1 || on {
+		t.Errorf("rule set b compiled without the preselection: %v, with it: %v; want only without", off1, on)
 	}
 }
 

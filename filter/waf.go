@@ -43,15 +43,21 @@ func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 	return sets, nil
 }
 
-// CheckRuleSet compiles one directives_map entry natively, without a VM and
-// without host calls, and returns the error the plugin would refuse to
-// start with for it (nil when it compiles). Configuration checkers
-// (pluginconfig.Check) call it for every rule set to report all the broken
-// ones, where NewPlugin stops at the first. The rule set is compiled as the
-// plugin compiles it by default, with the rule preselection.
-func CheckRuleSet(name string, directives []string) error {
-	_, err := compileRuleSet(name, directives, true)
-	return err
+// CheckRuleSets compiles every rule set natively, without a VM and without
+// host calls, as NewPlugin would (with or without the rule preselection, as
+// rule_preselection says), and returns one error per rule set that does not
+// compile, in name order, where NewPlugin stops at the first. It needs no
+// Validate first, so a configuration checker (pluginconfig.Check) also
+// compiles the rule sets of a configuration whose other keys it refuses.
+func (c *Config) CheckRuleSets() []error {
+	preselect := c.RulePreselection == nil || *c.RulePreselection
+	var errs []error
+	for _, name := range sortedKeys(c.DirectivesMap) {
+		if _, err := compileRuleSet(name, c.DirectivesMap[name], preselect); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // compileRuleSet is the one way a rule set is compiled: compileWAF, with

@@ -3,10 +3,8 @@ package pluginconfig
 import (
 	"encoding/json"
 	"errors"
-	"sort"
 
 	"github.com/wafguard/wafguard/admission"
-	"github.com/wafguard/wafguard/filter"
 )
 
 // lenient reads the parts that can still be checked when the configuration
@@ -34,7 +32,8 @@ func Check(data []byte) error {
 	if err != nil {
 		errs = append(errs, err)
 		// Keep checking what can still be read: a lenient decode of
-		// the rule sets and the two objects.
+		// the rule sets (compiled with the preselection, the default)
+		// and the two objects.
 		var l lenient
 		if json.Unmarshal(data, &l) != nil {
 			return errors.Join(errs...)
@@ -42,17 +41,7 @@ func Check(data []byte) error {
 		doc = &document{Admission: l.Admission, Memory: l.Memory}
 		doc.DirectivesMap = l.DirectivesMap
 	}
-	sets := doc.DirectivesMap
-	names := make([]string, 0, len(sets))
-	for name := range sets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := filter.CheckRuleSet(name, sets[name]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, doc.CheckRuleSets()...)
 	if _, err := admission.ParseConfig(doc.Admission); err != nil {
 		errs = append(errs, err)
 	}
