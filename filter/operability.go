@@ -48,8 +48,6 @@ type operability struct {
 	rawTypes []string
 	// deny maps a rule set name to its custom reply.
 	deny map[string]*denyResponse
-	// preselect: rule_preselection (default true).
-	preselect bool
 }
 
 // denyResponse is one rule set's custom deny reply, built at plugin start so
@@ -77,7 +75,6 @@ func (c *Config) validateOperability() error {
 		jsonLog:      c.JSONLog,
 		ruleTopN:     DefaultRuleMetricsTopN,
 		jsonMaxDepth: DefaultRequestJSONMaxDepth,
-		preselect:    c.RulePreselection == nil || *c.RulePreselection,
 		noFilesLimit: DefaultRequestBodyNoFilesLimit,
 	}
 	if n := c.RuleMetricsTopN; n != nil {

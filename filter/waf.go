@@ -34,7 +34,7 @@ type ruleSet struct {
 func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 	sets := make(map[string]ruleSet, len(cfg.DirectivesMap))
 	for _, name := range sortedKeys(cfg.DirectivesMap) {
-		waf, err := compileRuleSet(name, cfg.DirectivesMap[name], cfg.ops.preselect)
+		waf, err := compileRuleSet(name, cfg.DirectivesMap[name], cfg.preselection())
 		if err != nil {
 			return nil, err
 		}
@@ -50,14 +50,18 @@ func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 // Validate first, so a configuration checker (pluginconfig.Check) also
 // compiles the rule sets of a configuration whose other keys it refuses.
 func (c *Config) CheckRuleSets() []error {
-	preselect := c.RulePreselection == nil || *c.RulePreselection
 	var errs []error
 	for _, name := range sortedKeys(c.DirectivesMap) {
-		if _, err := compileRuleSet(name, c.DirectivesMap[name], preselect); err != nil {
+		if _, err := compileRuleSet(name, c.DirectivesMap[name], c.preselection()); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// preselection is rule_preselection with its default, true.
+func (c *Config) preselection() bool {
+	return c.RulePreselection == nil || *c.RulePreselection
 }
 
 // compileRuleSet is the one way a rule set is compiled: compileWAF, with
