@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,4 +195,43 @@ func Judge(op plugintypes.Operator) (judge func(value string) bool, ok bool) {
 		return o.matches, o.isFixed
 	}
 	return nil, false
+}
+
+// JudgesIn reports whether JudgeIn gives a decision for op: an operator
+// this package built whose argument has no macro, or has one and is
+// @eq, @ge, @gt, @le, @lt, @contains, @beginsWith, @endsWith, @streq or
+// @within.
+func JudgesIn(op plugintypes.Operator) bool {
+	switch o := op.(type) {
+	case *numeric:
+		return true
+	case *strMatch:
+		return true
+	default:
+		_, ok := Judge(o)
+		return ok
+	}
+}
+
+// JudgeIn is Judge for an operator whose argument may hold macros: they
+// are expanded from tx now, once, so the decision is the operator's as
+// long as the variables the macros read keep their values.
+func JudgeIn(op plugintypes.Operator, tx plugintypes.TransactionState) (judge func(value string) bool, ok bool) {
+	switch o := op.(type) {
+	case *numeric:
+		if !o.isFixed {
+			arg, _ := strconv.Atoi(o.arg.Expand(tx))
+			cmp := o.cmp
+			return func(value string) bool {
+				v, _ := strconv.Atoi(value)
+				return cmp(v, arg)
+			}, true
+		}
+	case *strMatch:
+		if o.expand != nil {
+			arg, test := o.expand.Expand(tx), o.test
+			return func(value string) bool { return test(value, arg) }, true
+		}
+	}
+	return Judge(op)
 }

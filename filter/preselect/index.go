@@ -1,6 +1,7 @@
 package preselect
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,9 @@ type Builder struct {
 	// lastTrigger is the last operator built for this rule set (the
 	// current rule's, while Coraza parses it).
 	lastTrigger *trigger
+	// chainOpen: the last rule observed starts a chain, so the operators
+	// built until the next one belong to its chained rules.
+	chainOpen bool
 }
 
 type observed struct {
@@ -76,6 +80,9 @@ type observed struct {
 	tags    []string
 	secMark string
 	seg     int // see Builder.segment
+	// writes is what the rule and its chain may write in TX (set by
+	// Finish).
+	writes *txWrites
 }
 
 // NewBuilder returns an empty builder.
@@ -120,6 +127,18 @@ func (b *Builder) Observe(r types.RuleMetadata) {
 		b.segment++
 	}
 	b.lastTrigger = nil
+	b.chainOpen = hasAction(ruleActions(o.raw), "chain")
+}
+
+// position is the place in the rule set of the rule whose operator is
+// being built: the index the next observed rule gets, or, while a chain
+// is being read, the index of its starter (the chained rules run as part
+// of it).
+func (b *Builder) position() int {
+	if b.chainOpen {
+		return len(b.rules) - 1
+	}
+	return len(b.rules)
 }
 
 // ruleActions returns the actions of a SecRule or SecAction text.
@@ -151,6 +170,17 @@ func (b *Builder) AddText(text string) { b.texts = append(b.texts, text) }
 // number of rules the compiled WAF holds (experimental.WAFWithRules), used
 // to check the configuration-time removals it accounted for.
 func (b *Builder) Finish(rulesInWAF int) *Index {
+	writes := chainWrites(b.texts)
+	for i := range b.rules {
+		if w := writes[b.rules[i].raw]; w != nil {
+			b.rules[i].writes = w
+		} else if b.rules[i].secMark == "" {
+			// A rule whose text was not found may write anything.
+			b.rules[i].writes = &txWrites{any: true}
+		} else {
+			b.rules[i].writes = &txWrites{}
+		}
+	}
 	ix := newIndex(b.rules, scanDirectives(b.texts), rulesInWAF, b.segment)
 	b.rules, b.texts = nil, nil
 	b.index.Store(ix)
@@ -181,6 +211,17 @@ type directiveFacts struct {
 	// (ctl:ruleRemoveById, ctl:ruleRemoveByTag, ctl:ruleRemoveByMsg),
 	// which change where a skip lands.
 	runtime runtimeRemovals
+	// The rules whose targets may lose values after the observer saw
+	// them, which changes what a count (&VAR) counts: targetsUpdated by
+	// SecRuleUpdateTargetById, any rule after a SecRuleUpdateTargetByTag
+	// or ByMsg (targetsUpdateAll), and those a ctl:ruleRemoveTarget*
+	// names (runtimeTargets).
+	targetsUpdated   [][2]int
+	targetsUpdateAll bool
+	runtimeTargets   runtimeRemovals
+	// defaultsWrite: a SecDefaultAction may write TX (setvar, capture, an
+	// action of a plugin), for every rule that inherits it.
+	defaultsWrite bool
 }
 
 // runtimeRemovals are the rules some ctl action may remove from a
@@ -226,10 +267,12 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// scan adds the ctl removals of one directive text.
-func (rr *runtimeRemovals) scan(text string) {
+// scan adds the ctl removals of one directive text: of rules with what
+// = "", of rule targets with what = "target" (ctl:ruleRemoveTargetById
+// and so on, whose value names the rule before a ';').
+func (rr *runtimeRemovals) scan(text, what string) {
 	lower := asciiLower(text)
-	for _, kind := range []string{"ctl:ruleremovebyid=", "ctl:ruleremovebytag=", "ctl:ruleremovebymsg="} {
+	for _, kind := range []string{"ctl:ruleremove" + what + "byid=", "ctl:ruleremove" + what + "bytag=", "ctl:ruleremove" + what + "bymsg="} {
 		for rest := lower; ; {
 			i := strings.Index(rest, kind)
 			if i < 0 {
@@ -242,14 +285,17 @@ func (rr *runtimeRemovals) scan(text string) {
 				end++
 			}
 			value := text[start:end]
-			switch kind {
-			case "ctl:ruleremovebyid=":
+			if what != "" {
+				value, _, _ = strings.Cut(value, ";")
+			}
+			switch kind[len(kind)-5:] {
+			case "byid=":
 				ids, ok := idList(value)
 				if !ok || len(ids) == 0 {
 					rr.any = true
 				}
 				rr.ids = append(rr.ids, ids...)
-			case "ctl:ruleremovebytag=":
+			case "ytag=":
 				if value == "" || strings.Contains(value, "%{") {
 					rr.any = true
 				}
@@ -266,7 +312,8 @@ func scanDirectives(texts []string) directiveFacts {
 	var f directiveFacts
 	for _, text := range texts {
 		text = strings.ReplaceAll(text, "\\\n", " ")
-		f.runtime.scan(text)
+		f.runtime.scan(text, "")
+		f.runtimeTargets.scan(text, "target")
 		for _, line := range strings.Split(text, "\n") {
 			line = strings.TrimSpace(line)
 			dir, args, _ := strings.Cut(line, " ")
@@ -280,6 +327,9 @@ func scanDirectives(texts []string) directiveFacts {
 					case "skip":
 						f.defaultsSkip = true
 					}
+					if w := actionWrites([]action{a}); w.any || len(w.keys) != 0 || len(w.prefixes) != 0 {
+						f.defaultsWrite = true
+					}
 				}
 			case "secruleupdateactionbyid":
 				ids, ok := idList(firstField(args))
@@ -289,15 +339,20 @@ func scanDirectives(texts []string) directiveFacts {
 				f.updated = append(f.updated, ids...)
 			case "secruleupdatetargetbyid":
 				idText, targets, _ := strings.Cut(args, " ")
+				ids, ok := idList(idText)
+				if !ok {
+					f.targetsUpdateAll = true
+				}
+				f.targetsUpdated = append(f.targetsUpdated, ids...)
 				if onlyExclusions(targets) {
 					continue
 				}
-				ids, ok := idList(idText)
 				if !ok {
 					f.updateAll = true
 				}
 				f.updated = append(f.updated, ids...)
 			case "secruleupdatetargetbytag", "secruleupdatetargetbymsg":
+				f.targetsUpdateAll = true
 				if _, targets := cutArg(args); !onlyExclusions(targets) {
 					f.updateAll = true
 				}
@@ -352,57 +407,132 @@ func inRanges(id int, ranges [][2]int) bool {
 	return false
 }
 
+
+// mayName reports whether some removal may name rule r.
+func (rr runtimeRemovals) mayName(r observed) bool {
+	if rr.any || inRanges(r.id, rr.ids) {
+		return true
+	}
+	for _, tag := range rr.tags {
+		if slices.Contains(r.tags, tag) {
+			return true
+		}
+	}
+	return false
+}
+
 // Index is, for one WAF, the rules a screen may remove from a transaction,
 // grouped by phase.
 type Index struct {
-	// parts[phase][segment] are the screened rules of one stretch of a
-	// phase (nil where there are none).
-	parts [types.PhaseLogging + 1][]*phaseIndex
+	plans [types.PhaseLogging + 1]*phasePlan
 	// state is what the screens of the transaction in progress share.
 	stateMu sync.Mutex
 	state   txState
 	// Skipped counts, per reason, the rules of the screened phases that
 	// are always evaluated (see Reasons).
 	Skipped map[string]int
+	// why holds the reason of each rule counted in Skipped.
+	why map[int]string
 }
 
 // Droppable returns the IDs of the rules the screen may remove in phase,
 // in rule-set order.
 func (ix *Index) Droppable(phase types.RulePhase) []int {
 	var ids []int
-	for _, pi := range ix.parts[phase] {
-		if pi != nil {
-			for _, r := range pi.rules {
-				ids = append(ids, r.id)
-			}
+	if pp := ix.plans[phase]; pp != nil {
+		for _, r := range pp.rules {
+			ids = append(ids, r.id)
 		}
 	}
 	return ids
 }
 
-// phaseIndex holds one phase's screened rules and the trie of their
-// transformation chains.
-type phaseIndex struct {
-	rules []*srule
+// Reason returns why the rule with this ID is always evaluated, and false
+// when the screen may remove it (or there is no such rule).
+func (ix *Index) Reason(id int) (string, bool) {
+	r, ok := ix.why[id]
+	return r, ok
+}
+
+// phasePlan is one phase of the rule set as the screen sees it: its
+// screened rules, its stretches and how Coraza goes from one to the next,
+// and the trie of the transformation chains of the rules that read only
+// collections that are stable during the phase.
+type phasePlan struct {
+	rules []*srule // in rule-set order; srule.idx indexes it
+	segs  []segment
 	root  *node
 	nodes []*node
-	// vars are the collections the rules read; bit i of srule.vars and
-	// node.vars stands for vars[i].
+	// vars are the collections the trie's rules read; bit i of
+	// srule.vars and node.vars stands for vars[i].
 	vars []variables.RuleVariable
-	// open[i] is the number of rules below node i (itself included): a
-	// screen starts from a copy and counts down as rules are kept.
-	open []int32
-	pool sync.Pool
+	// union finds in one pass over a value which of the @rx rules of the
+	// trie may match it (see fastpath.Union); hitWords is the size of its
+	// hit set.
+	union    *fastpath.Union
+	hitWords int
+	// memo remembers, across transactions, which trie rules match a
+	// value (see memo.go), for the collections memoVar says.
+	memo    memo
+	memoVar []bool
+}
+
+// segment is one stretch of a phase: the rules between two places a
+// skipAfter jumps from or to.
+type segment struct {
+	rules []*srule // the screened ones
+	// jump: the stretch ends with a rule of this phase that has a
+	// skipAfter; jumpBy is that rule when the screen judges it (nil when
+	// it does not), target the stretch Coraza goes on with when it
+	// jumps (-1: no marker of that name follows, the rest of the phase
+	// is skipped).
+	jump   bool
+	jumpBy *srule
+	target int
 }
 
 // srule is one rule the screen may remove.
 type srule struct {
-	id    int
-	idx   int
-	judge func(string) bool // the operator's decision (fastpath.Judge)
-	vars  uint64
-	node  *node // where its chain ends in the trie
-	multi bool  // judged at every node of its path where the value changed
+	id  int
+	idx int // in phasePlan.rules
+	seg int // its stretch
+	pos int // its place in the rule set (observed order)
+	// op is the operator instance the rule uses; judge its decision
+	// when it needs no transaction (nil when the argument has a macro:
+	// fastpath.JudgeIn expands it per screen).
+	op      plugintypes.Operator
+	judge   func(string) bool
+	// slot is the rule's operator in the phase's union, -1 when the union
+	// does not stand for it; confirm is then its decision without the
+	// literal filter.
+	slot    int32
+	confirm func(string) bool
+	negated bool
+	multi   bool // judged at every step of its chain that changed the value
+	// A trie rule reads stable collections only: vars are their bits,
+	// node is where its chain ends in the trie.
+	vars uint64
+	node *node
+	// A rule judged on its own reads targets, after chain. It reads TX
+	// (or expands TX in its argument) when txKeys is not empty; those
+	// values are the ones it will read from any screen at a position of
+	// frozenFrom or later.
+	targets    []starget
+	chain      []plugintypes.Transformation
+	txKeys     []string
+	frozenFrom int
+}
+
+// starget is one target of a rule judged on its own.
+type starget struct {
+	v variables.RuleVariable
+	// key is the key looked up, as Coraza looks it up (lower case but
+	// for the ARGS collections); "" reads the whole collection.
+	key   string
+	count bool
+	// vi indexes phasePlan.vars for a whole stable collection, whose
+	// values the screen reads once per phase.
+	vi int
 }
 
 // node is one transformation chain prefix; the root is the value as read.
@@ -416,18 +546,32 @@ type node struct {
 	rules    []*srule
 	vars     uint64 // the collections the rules below read
 	idx      int
+	// lower: the node's transformation is t:lowercase, which changes no
+	// answer of a literal filter on an ASCII value.
+	lower bool
 }
 
-func (n *node) child(name string, fn plugintypes.Transformation, pi *phaseIndex) *node {
+func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) *node {
 	for _, c := range n.children {
 		if c.name == name {
 			return c
 		}
 	}
-	c := &node{name: name, fn: fn, parent: n, idx: len(pi.nodes)}
-	pi.nodes = append(pi.nodes, c)
+	c := &node{name: name, fn: fn, parent: n, idx: len(pp.nodes), lower: name == "lowercase"}
+	pp.nodes = append(pp.nodes, c)
 	n.children = append(n.children, c)
 	return c
+}
+
+// bit returns the bit of collection v, adding it.
+func (pp *phasePlan) bit(v variables.RuleVariable) uint64 {
+	for i, have := range pp.vars {
+		if have == v {
+			return 1 << i
+		}
+	}
+	pp.vars = append(pp.vars, v)
+	return 1 << (len(pp.vars) - 1)
 }
 
 // Reasons a rule of a screened phase is always evaluated.
@@ -435,12 +579,12 @@ const (
 	reasonNoID        = "no id (SecMarker)"
 	reasonNotSecRule  = "SecAction or unreadable text"
 	reasonOperator    = "operator not screened"
-	reasonNegated     = "negated operator"
-	reasonMacro       = "macro in the operator argument"
+	reasonMacro       = "a macro in the operator argument that reads more than TX"
 	reasonTarget      = "a target the screen does not read"
-	reasonCount       = "a count target (&VAR)"
+	reasonCount       = "a count whose values a target exclusion may change"
 	reasonTransform   = "a transformation that is not this project's"
 	reasonDefaults    = "inherits SecDefaultAction transformations"
+	reasonDefaultsTX  = "reads TX, which a SecDefaultAction may write"
 	reasonSkipWindow  = "a skip of an earlier rule can land on it"
 	reasonUpdated     = "changed by SecRuleUpdate*"
 	reasonNoInstance  = "operator instance not found"
@@ -448,9 +592,9 @@ const (
 )
 
 // newIndex decides, for each observed rule of a screened phase, whether
-// the screen may remove it, and builds the phase tries.
+// the screen may remove it, and builds the phase plans.
 func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) *Index {
-	ix := &Index{Skipped: map[string]int{}}
+	ix := &Index{Skipped: map[string]int{}, why: map[int]string{}}
 	removed := func(r observed) bool {
 		if r.id == 0 {
 			return false
@@ -459,33 +603,31 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			return true
 		}
 		for _, t := range facts.removedTags {
-			for _, rt := range r.tags {
-				if rt == t {
-					return true
-				}
+			if slices.Contains(r.tags, t) {
+				return true
 			}
 		}
 		return false
 	}
-	kept := rules[:0:0]
-	for _, r := range rules {
+	var kept []observedAt
+	for i, r := range rules {
 		if !removed(r) {
-			kept = append(kept, r)
+			kept = append(kept, observedAt{r, i})
 		}
 	}
 	// When the count disagrees, some removal was not understood: a skip
 	// may then land anywhere after its rule.
 	skipToEnd := len(kept) != rulesInWAF
 	for _, p := range screenedPhases {
-		parts := make([]*phaseIndex, segments+1)
-		ix.parts[p] = parts
-		// Positions a skip:N of an earlier rule of this phase can land on.
-		var inPhase []observed
+		pp := &phasePlan{root: &node{}, segs: make([]segment, segments+1)}
+		pp.nodes = append(pp.nodes, pp.root)
+		var inPhase []observedAt
 		for _, r := range kept {
 			if r.phase == p {
 				inPhase = append(inPhase, r)
 			}
 		}
+		// Positions a skip:N of an earlier rule of this phase can land on.
 		window := make([]bool, len(inPhase))
 		for i, r := range inPhase {
 			for _, a := range ruleActions(r.raw) {
@@ -502,138 +644,281 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				// reaches past them.
 				for j, counted := i+1, 0; j < len(inPhase) && counted < n; j++ {
 					window[j] = true
-					if !facts.runtime.mayRemoveKeeping(inPhase[j], r) {
+					if !facts.runtime.mayRemoveKeeping(inPhase[j].observed, r.observed) {
 						counted++
 					}
 				}
 			}
 		}
+		byPos := map[int]*srule{}
 		for i, r := range inPhase {
-			pi := parts[r.seg]
-			if pi == nil {
-				pi = &phaseIndex{root: &node{}}
-				pi.nodes = append(pi.nodes, pi.root)
-			}
-			reason := pi.add(r, window[i], facts)
+			sr, reason := pp.add(r.observed, r.pos, window[i], facts)
 			if reason != "" {
+				ix.why[r.id] = reason
 				ix.Skipped[reason]++
-			} else {
-				parts[r.seg] = pi
-			}
-		}
-		for _, pi := range parts {
-			if pi == nil {
 				continue
 			}
-			pi.open = make([]int32, len(pi.nodes))
-			for _, r := range pi.rules {
-				for a := r.node; a != nil; a = a.parent {
-					a.vars |= r.vars
-					pi.open[a.idx]++
+			byPos[r.pos] = sr
+			if sr.txKeys != nil {
+				sr.frozenFrom = frozenFrom(inPhase, i, sr.txKeys)
+			}
+		}
+		// How each stretch ends in this phase.
+		for i, r := range kept {
+			if r.secMark != "" || r.phase != p {
+				continue
+			}
+			for _, a := range ruleActions(r.raw) {
+				if a.name != "skipafter" {
+					continue
+				}
+				sg := &pp.segs[r.seg]
+				sg.jump, sg.jumpBy, sg.target = true, byPos[r.pos], -1
+				mark := strings.Trim(a.value, `"'`)
+				for _, m := range kept[i+1:] {
+					if m.secMark == mark {
+						sg.target = m.seg + 1
+						break
+					}
 				}
 			}
 		}
+		for _, sr := range pp.rules {
+			pp.segs[sr.seg].rules = append(pp.segs[sr.seg].rules, sr)
+			for a := sr.node; a != nil; a = a.parent {
+				a.vars |= sr.vars
+			}
+		}
+		pp.unite()
+		for _, v := range pp.vars {
+			pp.memoVar = append(pp.memoVar, memoized(v))
+		}
+		ix.plans[p] = pp
 	}
 	return ix
 }
 
+// observedAt is an observed rule with its place among the observed rules
+// (trigger positions count the same way).
+type observedAt struct {
+	observed
+	pos int
+}
+
+// frozenFrom returns the smallest position from which a screen reads the
+// TX keys rule inPhase[i] reads as the rule will: one past the last
+// earlier rule of the phase that may write one of them, 0 when none does.
+func frozenFrom(inPhase []observedAt, i int, keys []string) int {
+	for j := i - 1; j >= 0; j-- {
+		w := inPhase[j].writes
+		for _, k := range keys {
+			if w.touches(k) {
+				return inPhase[j].pos + 1
+			}
+		}
+	}
+	return 0
+}
+
 // add indexes one rule, or returns why the screen must keep it.
-func (pi *phaseIndex) add(r observed, inSkipWindow bool, facts directiveFacts) string {
+func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directiveFacts) (*srule, string) {
 	if r.id == 0 {
-		return reasonNoID
+		return nil, reasonNoID
 	}
 	if facts.updateAll {
-		return reasonConfigWhole
+		return nil, reasonConfigWhole
 	}
 	rt, ok := parseSecRule(r.raw)
 	switch {
 	case !ok:
-		return reasonNotSecRule
+		return nil, reasonNotSecRule
 	case inSkipWindow || facts.defaultsSkip:
-		return reasonSkipWindow
+		return nil, reasonSkipWindow
 	case inRanges(r.id, facts.updated):
-		return reasonUpdated
-	case rt.negated:
-		return reasonNegated
+		return nil, reasonUpdated
 	case !fastpath.Owns(rt.opName):
-		return reasonOperator
-	case strings.Contains(rt.opArgs, "%{"):
-		return reasonMacro
+		return nil, reasonOperator
 	}
-	var vars uint64
+	sr := &srule{id: r.id, seg: r.seg, pos: pos, negated: rt.negated}
+	if strings.Contains(rt.opArgs, "%{") {
+		keys, ok := macroTXKeys(rt.opArgs)
+		if !ok {
+			return nil, reasonMacro
+		}
+		sr.txKeys = append(sr.txKeys, keys...)
+	}
+	// Targets. Exclusions narrow what a rule reads: a screen that reads
+	// the whole collection reads a superset, which is enough for a rule
+	// that matches when one value does; a count is changed by them.
+	excluded := map[string]bool{}
 	for _, t := range rt.targets {
 		if t.exclusion {
-			continue // a superset is read
+			excluded[t.name] = true
 		}
-		if t.count {
-			return reasonCount
+	}
+	countsSafe := !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated) && !facts.runtimeTargets.mayName(r)
+	var vars uint64
+	stable, keyed := 0, 0 // whole stable collections read, and those with a plain key
+	for _, t := range rt.targets {
+		if t.exclusion {
+			continue
+		}
+		if t.name == "TX" {
+			if t.key == "" {
+				// The whole collection, or a regexp key: any write
+				// may change it.
+				return nil, reasonTarget
+			}
+			if t.count && (excluded["TX"] || !countsSafe) {
+				return nil, reasonCount
+			}
+			key := strings.ToLower(t.key)
+			sr.txKeys = append(sr.txKeys, key)
+			sr.targets = append(sr.targets, starget{v: variables.TX, key: key, count: t.count, vi: -1})
+			continue
 		}
 		v, ok := stableTargets[t.name]
 		if !ok {
-			return reasonTarget
+			return nil, reasonTarget
 		}
-		vars |= pi.bit(v)
+		if !t.count {
+			stable++
+		}
+		if t.count {
+			if (t.keyed && t.key == "") || excluded[t.name] || !countsSafe {
+				return nil, reasonCount
+			}
+			st := starget{v: v, key: lookupKey(v, t.key), count: true, vi: -1}
+			if t.key == "" {
+				st.vi = bits.TrailingZeros64(pp.bit(v))
+			}
+			sr.targets = append(sr.targets, st)
+			continue
+		}
+		bit := pp.bit(v)
+		st := starget{v: v, vi: bits.TrailingZeros64(bit)}
+		if t.key != "" {
+			st.key = lookupKey(v, t.key)
+			keyed++
+		}
+		sr.targets = append(sr.targets, st)
+		if v == variables.Args {
+			// A trie rule reads ARGS as the three collections Coraza
+			// joins into it (corazawaf.NewTransactionVariables), so that
+			// the values of the query string and those of the body are
+			// told apart (see memoized).
+			bit = pp.bit(variables.ArgsGet) | pp.bit(variables.ArgsPost) | pp.bit(variables.ArgsPath)
+		}
+		vars |= bit
 	}
-	var chain []plugintypes.Transformation
+	if sr.txKeys != nil && facts.defaultsWrite {
+		return nil, reasonDefaultsTX
+	}
 	var names []string
-	multi, reset := false, false
+	reset := false
 	for _, a := range rt.actions {
 		switch a.name {
 		case "t":
 			if a.value == "none" {
-				chain, names, reset = chain[:0], names[:0], true
+				sr.chain, names, reset = sr.chain[:0], names[:0], true
 				continue
 			}
 			fn, ok := transform.Lookup(a.value)
 			if !ok {
-				return reasonTransform
+				return nil, reasonTransform
 			}
-			chain, names = append(chain, fn), append(names, strings.ToLower(a.value))
+			sr.chain, names = append(sr.chain, fn), append(names, strings.ToLower(a.value))
 		case "multimatch":
-			multi = true
+			sr.multi = true
 		}
 	}
 	if facts.defaultsTransform && !reset {
-		return reasonDefaults
+		return nil, reasonDefaults
 	}
 	op, ok := fastpath.Instance(rt.opName, rt.opArgs)
 	if !ok {
-		return reasonNoInstance
+		return nil, reasonNoInstance
 	}
-	judge, ok := fastpath.Judge(op)
-	if !ok {
-		return reasonMacro
+	sr.op = op
+	if sr.txKeys == nil {
+		judge, ok := fastpath.Judge(op)
+		if !ok {
+			return nil, reasonMacro
+		}
+		sr.judge = judge
+	} else if !fastpath.JudgesIn(op) {
+		return nil, reasonMacro
 	}
-	sr := &srule{id: r.id, idx: len(pi.rules), judge: judge, vars: vars, multi: multi}
-	pi.rules = append(pi.rules, sr)
+	sr.idx = len(pp.rules)
+	pp.rules = append(pp.rules, sr)
+	if sr.txKeys != nil || hasCount(sr.targets) || sr.negated || (stable > 0 && keyed == stable) {
+		// Judged on its own, from its targets: those that read TX or
+		// count, and those that read only some keys or are negated,
+		// for which the whole collection (what the trie reads) would
+		// be a superset that matches far more often than the rule.
+		return sr, ""
+	}
+	// A trie rule: only whole stable collections, no macro. It keeps its
+	// targets and chain too, for when the screen judges it on its own
+	// (a rule with skipAfter, to know where Coraza goes on).
+	sr.vars = vars
+	chain := sr.chain
 	// Coraza evaluates a multiMatch rule on the value as read and on every
 	// value a transformation of its chain changed
 	// (corazawaf.Rule.executeTransformationsMultimatch): the screen judges
 	// it at the nodes of its path where the value changed.
-	n := pi.root
-	if multi {
+	n := pp.root
+	if sr.multi {
 		n.rules = append(n.rules, sr)
 	}
 	for i, fn := range chain {
-		n = n.child(names[i], fn, pi)
-		if multi {
+		n = n.child(names[i], fn, pp)
+		if sr.multi {
 			n.rules = append(n.rules, sr)
 		}
 	}
 	sr.node = n
-	if !multi {
+	if !sr.multi {
 		n.rules = append(n.rules, sr)
 	}
-	return ""
+	return sr, ""
 }
 
-// bit returns the bit of collection v, adding it.
-func (pi *phaseIndex) bit(v variables.RuleVariable) uint64 {
-	for i, have := range pi.vars {
-		if have == v {
-			return 1 << i
+// lookupKey is key as Coraza looks it up in collection v: lower case, but
+// for the ARGS collections, whose keys are case-sensitive
+// (corazawaf.newRuleVariableParams).
+func lookupKey(v variables.RuleVariable, key string) string {
+	switch v {
+	case variables.Args, variables.ArgsNames, variables.ArgsGet, variables.ArgsPost,
+		variables.ArgsGetNames, variables.ArgsPostNames:
+		return key
+	}
+	return strings.ToLower(key)
+}
+
+func hasCount(ts []starget) bool {
+	for _, t := range ts {
+		if t.count {
+			return true
 		}
 	}
-	pi.vars = append(pi.vars, v)
-	return 1 << (len(pi.vars) - 1)
+	return false
+}
+
+// unite gives the plan the union of the literal filters of the trie's
+// @rx rules.
+func (pp *phasePlan) unite() {
+	var ops []plugintypes.Operator
+	for _, r := range pp.rules {
+		r.slot = -1
+		if r.node != nil && fastpath.Filtered(r.op) {
+			r.slot = int32(len(ops))
+			ops = append(ops, r.op)
+			r.confirm = fastpath.Confirm(r.op)
+		}
+	}
+	if len(ops) != 0 {
+		pp.union = fastpath.NewUnion(ops)
+		pp.hitWords = (len(ops) + 63) / 64
+	}
 }

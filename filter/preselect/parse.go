@@ -23,12 +23,33 @@ type ruleText struct {
 	actions        []action
 }
 
-// target is one entry of a rule's variable list, with its key (and
-// regexp key) left out: the screen reads the whole collection.
+// target is one entry of a rule's variable list. Most screens read the
+// whole collection (a superset of what the rule reads), so the key only
+// matters where a screen reads one key: TX variables and counts.
 type target struct {
 	name      string // upper case, e.g. ARGS
 	count     bool   // &VAR
 	exclusion bool   // !VAR:key
+	// key is the key as written when it is a plain one (letters, digits,
+	// '_', '-', '.'); keyed is set for any key, plain or not (a quoted
+	// key, a /regexp/, an XPath).
+	key   string
+	keyed bool
+}
+
+// plainKey reports whether a key is one Coraza's variable parser keeps as
+// it is written (no quotes, no regexp, no XPath, no '|').
+func plainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 type action struct {
@@ -146,6 +167,7 @@ func parseTargets(s string) ([]target, bool) {
 		s = s[i:]
 		if s != "" && s[0] == ':' {
 			s = s[1:]
+			t.keyed = true
 			end := 0
 			switch {
 			case s != "" && s[0] == '/' && strings.IndexByte(s[1:], '/') >= 0:
@@ -156,11 +178,14 @@ func parseTargets(s string) ([]target, bool) {
 			if end < 0 {
 				return nil, false
 			}
-			if k := strings.IndexByte(s[end:], '|'); k >= 0 {
-				s = s[end+k:]
-			} else {
-				s = ""
+			k := strings.IndexByte(s[end:], '|')
+			if k < 0 {
+				k = len(s) - end
 			}
+			if end == 0 && plainKey(s[:k]) {
+				t.key = s[:k]
+			}
+			s = s[end+k:]
 		}
 		if s != "" {
 			if s[0] != '|' {

@@ -19,14 +19,14 @@ func TestParseSecRule(t *testing.T) {
 		{
 			raw:     `SecRule ARGS|REQUEST_HEADERS:User-Agent|!ARGS:foo "@rx (?i)a\"b" "id:1,phase:2,t:none,t:lowercase,msg:'a, b: c',pass"`,
 			ok:      true,
-			targets: []target{{name: "ARGS"}, {name: "REQUEST_HEADERS"}, {name: "ARGS", exclusion: true}},
+			targets: []target{{name: "ARGS"}, {name: "REQUEST_HEADERS", key: "User-Agent", keyed: true}, {name: "ARGS", exclusion: true, key: "foo", keyed: true}},
 			op:      "rx", args: `(?i)a"b`,
 			actions: []action{{"id", "1"}, {"phase", "2"}, {"t", "none"}, {"t", "lowercase"}, {"msg", "a, b: c"}, {"pass", ""}},
 		},
 		{
 			raw:     `SecRule &TX:x|REQUEST_COOKIES:/^(a|b)$/|XML:/* "!@pm foo bar" "id:2"`,
 			ok:      true,
-			targets: []target{{name: "TX", count: true}, {name: "REQUEST_COOKIES"}, {name: "XML"}},
+			targets: []target{{name: "TX", count: true, key: "x", keyed: true}, {name: "REQUEST_COOKIES", keyed: true}, {name: "XML", keyed: true}},
 			op:      "pm", args: "foo bar", negated: true,
 			actions: []action{{"id", "2"}},
 		},
@@ -40,7 +40,7 @@ func TestParseSecRule(t *testing.T) {
 		{
 			raw:     `SecRule ARGS_NAMES|ARGS:'a|b' "@contains x" "id:4,setvar:'tx.a=%{tx.b}'"`,
 			ok:      true,
-			targets: []target{{name: "ARGS_NAMES"}, {name: "ARGS"}},
+			targets: []target{{name: "ARGS_NAMES"}, {name: "ARGS", keyed: true}},
 			op:      "contains", args: "x",
 			actions: []action{{"id", "4"}, {"setvar", "tx.a=%{tx.b}"}},
 		},

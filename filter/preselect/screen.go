@@ -1,17 +1,21 @@
 package preselect
 
 import (
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/corazawaf/coraza/v3/collection"
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 	"github.com/corazawaf/coraza/v3/types/variables"
+
+	"github.com/wafguard/wafguard/filter/fastpath"
 )
 
 // Report is what one screen did: in Phase, Removed of the Screened rules
-// (the rules the index may remove) were removed from the transaction.
+// (the rules it judged) were removed from the transaction.
 type Report struct {
 	TxID              string
 	Phase             types.RulePhase
@@ -42,27 +46,29 @@ func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory 
 		if err != nil || compiling == nil {
 			return op, err
 		}
-		t := &trigger{op: op, b: compiling, seg: compiling.segment}
+		t := &trigger{op: op, b: compiling, seg: compiling.segment, pos: compiling.position()}
 		compiling.lastTrigger = t
 		return t, nil
 	}
 }
 
-// trigger is an operator of a rule set with a builder. The first rule of
-// a phase that reaches a screened operator (every rule the screen may
-// remove has one) runs the screen before Coraza evaluates anything else
-// the screen decides on: the phase's collections are filled by then and
-// do not change until the phase ends.
+// trigger is an operator of a rule set with a builder. A rule that
+// reaches one (every rule the screen may remove has one) runs the screen
+// from its stretch before Coraza evaluates anything else the screen
+// decides on: the phase's collections are filled by then and do not
+// change until the phase ends.
 type trigger struct {
 	op  plugintypes.Operator
 	b   *Builder
-	seg int // the stretch of the rule set of the rule it belongs to
+	seg int // the stretch of the rule it belongs to
+	pos int // that rule's place in the rule set (Builder.position)
 	// boundary: its rule has a skipAfter, so it ends stretch seg. When
 	// the operator does not match, the rule does not jump (a rule with
 	// one value, like the CRS's paranoia-level gates on TX), and the
-	// next stretch is screened at once, before Coraza starts on its
-	// first rule: that rule is then not evaluated in vain. Screening a
-	// stretch that a jump skips after all only costs time.
+	// screen goes on from the next stretch at once, before Coraza starts
+	// on its first rule. This matters where the screen could not judge
+	// the rule itself; screening a stretch that a jump skips after all
+	// only costs time.
 	boundary bool
 }
 
@@ -76,9 +82,18 @@ type txCalls interface {
 	GetRuleRemoveByIDRanges() [][2]int
 }
 
-// txState is what the screens of one transaction share: which stretches
-// of the current phase were screened, and the values read from its
-// collections, which do not change until the phase ends.
+// What the screen knows of a rule in the current phase.
+const (
+	undecided uint8 = iota
+	inBatch         // the trie pass under way judges it
+	matched         // some value matches: Coraza evaluates it
+	dropped         // none does: removed from the transaction
+)
+
+// txState is what the screens of one transaction share in its current
+// phase: the stretches screened, what each rule's judgement was, the
+// values read from the stable collections (which do not change until the
+// phase ends), and scratch space.
 type txState struct {
 	// token marks the transaction: the range [token, token] is in its
 	// removed rule ID ranges. Tokens are negative, and no rule has a
@@ -87,10 +102,39 @@ type txState struct {
 	// cannot be carried over from an earlier transaction that reused the
 	// same object, whatever its ID says (an ID can come from a request
 	// header).
-	token  int
-	phase  types.RulePhase
-	done   []bool
-	values map[variables.RuleVariable][]types.MatchData
+	token int
+	phase types.RulePhase
+	done  []bool  // per stretch: screened
+	rules []uint8 // per phasePlan rule: undecided, matched, dropped
+	// pending counts, per stretch, its rules judged on their own that a
+	// screen could not judge yet (TX values not final).
+	pending []int32
+	open    []int32 // per trie node: rules of the pass below it, undecided
+	// The union scans of the value being walked down the trie: one per
+	// distinct value (see visit), hitWords words each.
+	scans []bool // done
+	hits  []uint64
+	// For the memo: the batch's trie rules are those with member[idx] ==
+	// gen, all[node] of them below each node; seen[idx] == valueGen marks
+	// those found to match the value being walked, listed in found.
+	gen, valueGen uint32
+	member, seen  []uint32
+	all           []int32
+	found         []int32
+	values  [][]types.MatchData
+	have    []bool
+	// Per screen: the TX values read, the stretches of the batch, the
+	// rules to remove, how many were judged.
+	tx      []txValues
+	batch   []int
+	drop    []int
+	judged  int
+	removed int
+}
+
+type txValues struct {
+	key    string
+	values []types.MatchData
 }
 
 // lastToken hands out tokens: -1, -2, ...
@@ -108,33 +152,71 @@ func (st *txState) marks(tx txCalls) bool {
 	return false
 }
 
+// enter sets the state up for phase of the plan pp.
+func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
+	st.phase = phase
+	st.done = resize(st.done, len(pp.segs))
+	st.pending = resize(st.pending, len(pp.segs))
+	st.rules = resize(st.rules, len(pp.rules))
+	st.open = resize(st.open, len(pp.nodes))
+	st.all = resize(st.all, len(pp.nodes))
+	st.member = resize(st.member, len(pp.rules))
+	st.seen = resize(st.seen, len(pp.rules))
+	st.have = resize(st.have, len(pp.vars))
+
+	if cap(st.values) < len(pp.vars) {
+		st.values = make([][]types.MatchData, len(pp.vars))
+	}
+	st.values = st.values[:len(pp.vars)]
+	clear(st.values)
+}
+
+// resize returns s with length n, all zero.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // Evaluate implements plugintypes.Operator.
 func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	ix := t.b.index.Load()
 	if ix != nil {
-		ix.screenOnce(tx, t.seg)
+		ix.screenFrom(tx, t.seg, t.pos)
 	}
 	matched := t.op.Evaluate(tx, value)
 	if !matched && t.boundary && ix != nil {
-		ix.screenOnce(tx, t.seg+1)
+		ix.screenFrom(tx, t.seg+1, t.pos)
 	}
 	return matched
 }
 
-// screenOnce runs the screen of one stretch of the transaction's current
-// phase, unless it ran for this transaction, phase and stretch already or
-// the stretch has nothing to screen. A VM runs one transaction's callback
-// at a time; natively, transactions of one WAF that run at once take
-// turns here, and one that finds another's state starts over (screening a
-// stretch again removes the same rules: it only costs time).
-func (ix *Index) screenOnce(tx plugintypes.TransactionState, seg int) {
+// screenFrom runs the screen of the transaction's current phase from
+// stretch seg, for a rule at position pos that is being evaluated: the
+// rules Coraza may still evaluate are judged and those that cannot match
+// are removed. From seg it follows the phase as Coraza will: into the next
+// stretch, or, where a stretch ends with a rule with skipAfter that the
+// screen judges, to where that rule jumps when it matches, until it meets
+// a stretch already screened, a jump it cannot judge, or the end of the
+// phase. All the stretches it passes are screened in one pass over the
+// values. A stretch screened before is not screened again; only its rules
+// that read TX values which were not final then are tried again.
+//
+// A VM runs one transaction's callback at a time; natively, transactions
+// of one WAF that run at once take turns here, and one that finds
+// another's state starts over (screening a stretch again removes the same
+// rules: it only costs time).
+func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	phase := tx.LastPhase()
-	if phase < 1 || int(phase) >= len(ix.parts) || seg >= len(ix.parts[phase]) {
+	if phase < 1 || int(phase) >= len(ix.plans) {
 		return
 	}
-	pi := ix.parts[phase][seg]
+	pp := ix.plans[phase]
 	calls, ok := tx.(txCalls)
-	if pi == nil || len(pi.rules) == 0 || !ok {
+	if pp == nil || len(pp.rules) == 0 || seg >= len(pp.segs) || !ok {
 		return
 	}
 	ix.stateMu.Lock()
@@ -146,98 +228,310 @@ func (ix *Index) screenOnce(tx plugintypes.TransactionState, seg int) {
 		st.phase = 0
 	}
 	if st.phase != phase {
-		st.phase = phase
-		if n := len(ix.parts[phase]); cap(st.done) < n {
-			st.done = make([]bool, n)
-		} else {
-			st.done = st.done[:n]
-			clear(st.done)
-		}
-		if st.values == nil {
-			st.values = map[variables.RuleVariable][]types.MatchData{}
-		}
-		clear(st.values)
+		st.enter(pp, phase)
 	}
-	if st.done[seg] {
+	if st.done[seg] && st.pending[seg] == 0 {
 		return
 	}
-	st.done[seg] = true
 	start := time.Now()
-	removed := pi.screen(tx, calls, st.values)
-	if OnScreen != nil {
-		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: len(pi.rules), Removed: removed, Took: time.Since(start)})
+	st.tx, st.drop, st.judged, st.removed = st.tx[:0], st.drop[:0], 0, 0
+	if st.done[seg] {
+		st.retry(pp, tx, seg, pos)
+	} else {
+		st.plan(pp, tx, seg, pos)
+	}
+	for _, id := range st.drop {
+		calls.RemoveRuleByID(id)
+	}
+	if OnScreen != nil && st.judged != 0 {
+		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: st.judged, Removed: st.removed, Took: time.Since(start)})
 	}
 }
 
-// scratch is the per-screen state: which rules matched a value, and how
-// many undecided rules each trie node still has below it.
-type scratch struct {
-	kept []bool
-	open []int32
-}
-
-func (pi *phaseIndex) getScratch() *scratch {
-	s, _ := pi.pool.Get().(*scratch)
-	if s == nil {
-		s = &scratch{kept: make([]bool, len(pi.rules)), open: make([]int32, len(pi.nodes))}
-	}
-	clear(s.kept)
-	copy(s.open, pi.open)
-	return s
-}
-
-// screen evaluates each indexed rule's operator, after the rule's
-// transformations, on the values of the collections it reads, until one
-// matches; it removes from the transaction the rules none matched, and
-// returns how many. Each value is transformed once per chain prefix.
-func (pi *phaseIndex) screen(tx plugintypes.TransactionState, rm txCalls, values map[variables.RuleVariable][]types.MatchData) int {
-	s := pi.getScratch()
-	defer pi.pool.Put(s)
-	for i, v := range pi.vars {
-		vals, ok := values[v]
-		if !ok {
-			if col := tx.Collection(v); col != nil {
-				vals = col.FindAll()
-			}
-			values[v] = vals
+// plan walks the phase from stretch seg, judges the rules of every
+// stretch it passes, and removes those that cannot match.
+func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos int) {
+	batch := st.batch[:0]
+	for s := seg; s >= 0 && s < len(pp.segs); {
+		sg := &pp.segs[s]
+		if !st.done[s] {
+			st.done[s] = true
+			batch = append(batch, s)
 		}
-		bit := uint64(1) << i
-		for _, md := range vals {
-			value := md.Value()
-			if s.open[0] != 0 && pi.root.vars&bit != 0 {
-				pi.visit(s, pi.root, value, true, bit)
-			}
-		}
-	}
-	removed := 0
-	for _, r := range pi.rules {
-		if !s.kept[r.idx] {
-			rm.RemoveRuleByID(r.id)
-			removed++
-		}
-	}
-	return removed
-}
-
-// visit evaluates the rules judged at n on value (already transformed by
-// the chain to n), then goes down the children that still have undecided
-// rules reading this collection. changed says whether n's transformation
-// changed the value: a multiMatch rule is judged only on changed values,
-// as Coraza collects them.
-func (pi *phaseIndex) visit(s *scratch, n *node, value string, changed bool, bit uint64) {
-	for _, r := range n.rules {
-		if s.kept[r.idx] || r.vars&bit == 0 || (r.multi && !changed) {
+		if !sg.jump {
+			s++
 			continue
 		}
-		if r.judge(value) {
-			s.kept[r.idx] = true
-			for a := r.node; a != nil; a = a.parent {
-				s.open[a.idx]--
+		j := sg.jumpBy
+		if j == nil || j.pos < pos || (st.rules[j.idx] == undecided && !st.judgeAlone(pp, tx, j, pos)) {
+			break
+		}
+		if st.rules[j.idx] == matched {
+			s = sg.target
+		} else {
+			s++
+		}
+	}
+	st.batch = batch
+	var vars uint64
+	trie := 0
+	for _, s := range batch {
+		for _, r := range pp.segs[s].rules {
+			switch {
+			case st.rules[r.idx] != undecided || r.pos < pos:
+				// Judged already, or behind the rule being evaluated.
+			case r.node != nil:
+				st.rules[r.idx] = inBatch
+				vars |= r.vars
+				trie++
+				for a := r.node; a != nil; a = a.parent {
+					st.open[a.idx]++
+				}
+			case !st.judgeAlone(pp, tx, r, pos):
+				st.pending[s]++
 			}
+		}
+	}
+	if trie == 0 {
+		return
+	}
+	batchID := pp.memo.batchID(batch)
+	if batchID >= 0 {
+		// The batch's trie rules, decided or not, for the memo.
+		st.gen++
+		clear(st.all)
+		for _, s := range batch {
+			for _, r := range pp.segs[s].rules {
+				if r.node != nil {
+					st.member[r.idx] = st.gen
+					for a := r.node; a != nil; a = a.parent {
+						st.all[a.idx]++
+					}
+				}
+			}
+		}
+	}
+	for i, v := range pp.vars {
+		bit := uint64(1) << i
+		if vars&bit == 0 {
+			continue
+		}
+		remember := batchID >= 0 && pp.memoVar[i]
+		for _, md := range st.valuesOf(i, v, tx) {
+			if st.open[0] == 0 {
+				break
+			}
+			value := md.Value()
+			st.scans = st.scans[:0]
+			if !remember || len(value) > memoMaxValue {
+				st.visit(pp, pp.root, value, true, bit, st.newScan(pp))
+				continue
+			}
+			found, ok := pp.memo.get(batchID, i, value)
+			if !ok {
+				st.found = st.found[:0]
+				st.valueGen++
+				st.visitAll(pp, pp.root, value, true, bit, st.newScan(pp))
+				found = st.found
+				pp.memo.put(batchID, i, value, found)
+			}
+			for _, idx := range found {
+				if r := pp.rules[idx]; st.rules[idx] == inBatch {
+					st.match(r)
+				}
+			}
+		}
+	}
+	for _, s := range batch {
+		for _, r := range pp.segs[s].rules {
+			if st.rules[r.idx] == inBatch {
+				st.decide(r, false)
+			}
+		}
+	}
+	clear(st.open)
+}
+
+// retry judges the rules of stretch seg, screened before, that could not
+// be judged then, are still ahead of the rule at pos, and can be now.
+func (st *txState) retry(pp *phasePlan, tx plugintypes.TransactionState, seg, pos int) {
+	n := int32(0)
+	for _, r := range pp.segs[seg].rules {
+		if st.rules[r.idx] != undecided || r.node != nil {
+			continue
+		}
+		if r.pos <= pos || !st.judgeAlone(pp, tx, r, pos) {
+			// Behind the rule being evaluated (Coraza has it), or
+			// still not final.
+			if r.pos > pos {
+				n++
+			}
+		}
+	}
+	st.pending[seg] = n
+}
+
+// decide records the judgement of r.
+func (st *txState) decide(r *srule, match bool) {
+	st.judged++
+	if match {
+		st.rules[r.idx] = matched
+		return
+	}
+	st.rules[r.idx] = dropped
+	st.drop = append(st.drop, r.id)
+	st.removed++
+}
+
+// valuesOf returns the values of the stable collection v (bit i of the
+// plan), read once per phase.
+func (st *txState) valuesOf(i int, v variables.RuleVariable, tx plugintypes.TransactionState) []types.MatchData {
+	if !st.have[i] {
+		st.have[i] = true
+		st.values[i] = nil
+		if col := tx.Collection(v); col != nil {
+			st.values[i] = col.FindAll()
+		}
+	}
+	return st.values[i]
+}
+
+// txValuesOf returns the values of TX:key now, read once per screen.
+func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []types.MatchData {
+	for _, e := range st.tx {
+		if e.key == key {
+			return e.values
+		}
+	}
+	var vals []types.MatchData
+	if col, ok := tx.Collection(variables.TX).(collection.Keyed); ok {
+		vals = col.FindString(key)
+	}
+	st.tx = append(st.tx, txValues{key: key, values: vals})
+	return vals
+}
+
+// judgeAlone judges a rule from its own targets, when the values it reads
+// are final for a screen at pos, and reports whether it could.
+func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r *srule, pos int) bool {
+	if pos < r.frozenFrom {
+		return false
+	}
+	judge := r.judge
+	if judge == nil {
+		var ok bool
+		if judge, ok = fastpath.JudgeIn(r.op, tx); !ok {
+			return false
+		}
+	}
+	match := false
+	for _, t := range r.targets {
+		var vals []types.MatchData
+		switch {
+		case t.v == variables.TX:
+			vals = st.txValuesOf(t.key, tx)
+		case t.key != "":
+			if col, ok := tx.Collection(t.v).(collection.Keyed); ok {
+				vals = col.FindString(t.key)
+			}
+		default:
+			vals = st.valuesOf(t.vi, t.v, tx)
+		}
+		if t.count {
+			// Coraza evaluates a count as one value, the number.
+			match = r.matchesValue(judge, strconv.Itoa(len(vals)))
+		} else {
+			for _, md := range vals {
+				if match = r.matchesValue(judge, md.Value()); match {
+					break
+				}
+			}
+		}
+		if match {
+			break
+		}
+	}
+	st.decide(r, match)
+	return true
+}
+
+// matchesValue evaluates r on one value as Coraza does
+// (corazawaf.Rule.doEvaluate): after its transformations, a failed one
+// leaving the value as it was; a multiMatch rule on the value as read and
+// after each transformation that changed it.
+func (r *srule) matchesValue(judge func(string) bool, value string) bool {
+	if r.multi {
+		if judge(value) != r.negated {
+			return true
+		}
+		for _, fn := range r.chain {
+			out, changed, err := fn(value)
+			if err != nil || !changed {
+				continue
+			}
+			value = out
+			if judge(value) != r.negated {
+				return true
+			}
+		}
+		return false
+	}
+	for _, fn := range r.chain {
+		if out, _, err := fn(value); err == nil {
+			value = out
+		}
+	}
+	return judge(value) != r.negated
+}
+
+// newScan adds a union scan, not done yet, for a new value.
+func (st *txState) newScan(pp *phasePlan) int {
+	k := len(st.scans)
+	st.scans = append(st.scans, false)
+	if need := (k + 1) * pp.hitWords; len(st.hits) < need {
+		st.hits = append(st.hits, make([]uint64, need-len(st.hits))...)
+	}
+	return k
+}
+
+// hitsOf returns the union's hits on value, the value of scan k, scanning
+// it the first time.
+func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
+	h := st.hits[k*pp.hitWords : (k+1)*pp.hitWords]
+	if !st.scans[k] {
+		st.scans[k] = true
+		clear(h)
+		pp.union.Scan(value, h)
+	}
+	return h
+}
+
+// visit evaluates the rules of the pass judged at n on value (already
+// transformed by the chain to n), then goes down the children that still
+// have undecided rules reading this collection. changed says whether n's
+// transformation changed the value: a multiMatch rule is judged only on
+// changed values, as Coraza collects them. scan is the union scan that
+// stands for value: the one of the parent when n's transformation left
+// the value as it was, or only changed the case of an ASCII value (the
+// literal filters ignore ASCII case).
+func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, bit uint64, scan int) {
+	for _, r := range n.rules {
+		if st.rules[r.idx] != inBatch || r.vars&bit == 0 || (r.multi && !changed) {
+			continue
+		}
+		var m bool
+		if s := r.slot; s >= 0 {
+			h := st.hitsOf(pp, scan, value)
+			m = h[s>>6]&(1<<(s&63)) != 0 && r.confirm(value)
+		} else {
+			m = r.judge(value)
+		}
+		if m != r.negated {
+			st.match(r)
 		}
 	}
 	for _, c := range n.children {
-		if s.open[c.idx] == 0 || c.vars&bit == 0 {
+		if st.open[c.idx] == 0 || c.vars&bit == 0 {
 			continue
 		}
 		out, changed, err := c.fn(value)
@@ -246,6 +540,64 @@ func (pi *phaseIndex) visit(s *scratch, n *node, value string, changed bool, bit
 			// fails (corazawaf.Rule.transformArg).
 			out, changed = value, false
 		}
-		pi.visit(s, c, out, changed, bit)
+		k := scan
+		if out != value && !(c.lower && isASCII(value)) {
+			k = st.newScan(pp)
+		}
+		st.visit(pp, c, out, changed, bit, k)
 	}
+}
+
+// match records that trie rule r of the pass matches a value.
+func (st *txState) match(r *srule) {
+	st.decide(r, true)
+	for a := r.node; a != nil; a = a.parent {
+		st.open[a.idx]--
+	}
+}
+
+// visitAll is visit for the memo: it judges every rule of the batch at n
+// that reads this collection, decided before or not, and adds those that
+// match to st.found, each once.
+func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, bit uint64, scan int) {
+	for _, r := range n.rules {
+		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || r.vars&bit == 0 || (r.multi && !changed) {
+			continue
+		}
+		var m bool
+		if s := r.slot; s >= 0 {
+			h := st.hitsOf(pp, scan, value)
+			m = h[s>>6]&(1<<(s&63)) != 0 && r.confirm(value)
+		} else {
+			m = r.judge(value)
+		}
+		if m != r.negated {
+			st.seen[r.idx] = st.valueGen
+			st.found = append(st.found, int32(r.idx))
+		}
+	}
+	for _, c := range n.children {
+		if st.all[c.idx] == 0 || c.vars&bit == 0 {
+			continue
+		}
+		out, changed, err := c.fn(value)
+		if err != nil {
+			out, changed = value, false
+		}
+		k := scan
+		if out != value && !(c.lower && isASCII(value)) {
+			k = st.newScan(pp)
+		}
+		st.visitAll(pp, c, out, changed, bit, k)
+	}
+}
+
+// isASCII reports whether s has only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,221 @@
+package fastpath
+
+import (
+	"slices"
+	"unsafe"
+
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// Union answers, for several @rx operators at once and in one pass over a
+// value, which of their literal filters (see literalFilter) may match it:
+// the same answer as each filter's mayMatch, at the cost of one scan
+// instead of one per operator. A screen that judges many rules on the
+// same value (filter/preselect) asks it first, and runs the automaton of
+// an operator only when its filter may match.
+//
+// It is an Aho-Corasick automaton over the literals of every filter,
+// lower-cased (the filters compare ASCII letters case-insensitively and
+// their literals are ASCII), whose states list the operators one of whose
+// literals ends there. A value holding U+212A or U+017F, which fold to
+// ASCII letters, may match every filter, as mayMatch says.
+type Union struct {
+	// root is the state after each byte read in the start state (0).
+	root [256]uint32
+	// The transitions of state s are edges[first[s]:first[s+1]], each
+	// target<<8 | lower-case byte; fail is the failure link of each state.
+	first, edges, fail []uint32
+	// outOf[s] is the set of operators (their index in the list NewUnion
+	// got) with a literal that ends at state s, itself or through its
+	// failure links: sets[outOf[s]*words:][:words], a bit set; set 0 is
+	// empty. States share sets: few distinct ones exist.
+	outOf []uint32
+	sets  []uint64
+	words int
+	n     int
+}
+
+// Filtered reports whether op is an operator this package built with a
+// literal filter, which a Union can stand in for.
+func Filtered(op plugintypes.Operator) bool {
+	o, ok := op.(*rx)
+	return ok && o.filter != nil
+}
+
+// Confirm returns the match decision of an @rx operator without its
+// literal filter, for a value its filter (or a Union) may match.
+func Confirm(op plugintypes.Operator) func(string) bool {
+	return op.(*rx).matches
+}
+
+// NewUnion builds the union of the literal filters of ops, each of which
+// must be Filtered. It takes at most 65,536 operators.
+func NewUnion(ops []plugintypes.Operator) *Union {
+	u := &Union{n: len(ops)}
+	var t trie
+	t.add(0)
+	var ends [][]uint16 // per trie node, the operators whose literal ends there
+	addEnd := func(n int32, op uint16) {
+		for int(n) >= len(ends) {
+			ends = append(ends, nil)
+		}
+		if !slices.Contains(ends[n], op) {
+			ends[n] = append(ends[n], op)
+		}
+	}
+	for i, op := range ops {
+		for _, lit := range op.(*rx).filter.lits {
+			n := int32(0)
+			for j := 0; j < len(lit); j++ {
+				c := lit[j]
+				k := t.child(n, c)
+				if k < 0 {
+					k = t.add(c)
+					if l := t.last[n]; l >= 0 {
+						t.sibling[l] = k
+					} else {
+						t.kids[n] = k
+					}
+					t.last[n] = k
+				}
+				n = k
+			}
+			addEnd(n, uint16(i))
+		}
+	}
+	for len(ends) < len(t.label) {
+		ends = append(ends, nil)
+	}
+	// Breadth first: failure links, and the outputs of each state, its
+	// own and its failure link's (computed before it).
+	n := len(t.label)
+	fail := make([]int32, n)
+	var rootKid [256]int32
+	for c := range rootKid {
+		rootKid[c] = -1
+	}
+	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
+		rootKid[t.label[k]] = k
+	}
+	goTo := func(m int32, c byte) int32 {
+		for m != 0 {
+			if k := t.child(m, c); k >= 0 {
+				return k
+			}
+			m = fail[m]
+		}
+		if k := rootKid[c]; k >= 0 {
+			return k
+		}
+		return 0
+	}
+	queue := []int32{0}
+	id := make([]uint32, n)
+	outs := make([][]uint16, n)
+	for qi := 0; qi < len(queue); qi++ {
+		m := queue[qi]
+		id[m] = uint32(qi)
+		outs[m] = ends[m]
+		if m != 0 {
+			for _, o := range outs[fail[m]] {
+				if !slices.Contains(outs[m], o) {
+					outs[m] = append(outs[m], o)
+				}
+			}
+		}
+		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+			if m != 0 {
+				fail[k] = goTo(fail[m], t.label[k])
+			}
+			queue = append(queue, k)
+		}
+	}
+	u.words = (len(ops) + 63) / 64
+	u.first = make([]uint32, len(queue)+1)
+	u.fail = make([]uint32, len(queue))
+	u.outOf = make([]uint32, len(queue))
+	u.sets = make([]uint64, u.words) // set 0, empty
+	setID := map[string]uint32{"": 0}
+	set := make([]uint64, u.words)
+	for qi, m := range queue {
+		u.first[qi] = uint32(len(u.edges))
+		u.fail[qi] = id[fail[m]]
+		if len(outs[m]) != 0 {
+			clear(set)
+			for _, o := range outs[m] {
+				set[o>>6] |= 1 << (o & 63)
+			}
+			key := string(unsafe.Slice((*byte)(unsafe.Pointer(&set[0])), 8*len(set)))
+			sid, ok := setID[key]
+			if !ok {
+				sid = uint32(len(u.sets) / u.words)
+				setID[key] = sid
+				u.sets = append(u.sets, set...)
+			}
+			u.outOf[qi] = sid
+		}
+		if m == 0 {
+			continue
+		}
+		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+			u.edges = append(u.edges, id[k]<<8|uint32(t.label[k]))
+		}
+	}
+	u.first[len(queue)] = uint32(len(u.edges))
+	u.edges = slices.Clip(u.edges)
+	u.sets = slices.Clip(u.sets)
+	for c := range 256 {
+		if k := rootKid[asciiLower(byte(c))]; k >= 0 {
+			u.root[c] = id[k]
+		}
+	}
+	return u
+}
+
+// Scan sets bit i of hits (len(hits) ≥ (n+63)/64 words, cleared by the
+// caller) for every operator i whose filter may match value, and reports
+// whether it set any.
+func (u *Union) Scan(value string, hits []uint64) bool {
+	any := false
+	st := uint32(0)
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if c >= 0x80 && foldsToASCII(value[i:]) {
+			for j := 0; j < u.n; j++ {
+				hits[j>>6] |= 1 << (j & 63)
+			}
+			return u.n > 0
+		}
+		if st == 0 {
+			st = u.root[c]
+		} else {
+			st = u.next(st, c)
+		}
+		if sid := u.outOf[st]; sid != 0 {
+			for w, bits := range u.sets[int(sid)*u.words:][:u.words] {
+				hits[w] |= bits
+			}
+			any = true
+		}
+	}
+	return any
+}
+
+// next is the state after byte c in state st (not 0).
+func (u *Union) next(st uint32, c byte) uint32 {
+	lc := uint32(asciiLower(c))
+	for st != 0 {
+		for _, e := range u.edges[u.first[st]:u.first[st+1]] {
+			if e&0xff == lc {
+				return e >> 8
+			}
+		}
+		st = u.fail[st]
+	}
+	return u.root[c]
+}
+
+// Size is the memory the automaton holds, in bytes.
+func (u *Union) Size() int {
+	return 256*4 + 4*(len(u.first)+len(u.edges)+len(u.fail)+len(u.outOf)) + 8*len(u.sets)
+}

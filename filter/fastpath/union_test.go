@@ -1,0 +1,135 @@
+package fastpath
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// crsFiltered builds every CRS @rx pattern that gets a literal filter.
+func crsFiltered(t *testing.T) []plugintypes.Operator {
+	t.Helper()
+	var ops []plugintypes.Operator
+	for _, p := range crsPatterns(t) {
+		op, err := newRx(plugintypes.OperatorOptions{Arguments: p})
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if Filtered(op) {
+			ops = append(ops, op)
+		}
+	}
+	if len(ops) < 100 {
+		t.Fatalf("%d filtered CRS patterns, want more", len(ops))
+	}
+	return ops
+}
+
+// TestUnion_sameAsFilters: the union of the CRS's literal filters says,
+// for every value, of every filter what the filter's own mayMatch says:
+// on the regression-test corpus, its non-ASCII variants (with the two
+// runes that fold to ASCII letters), and random byte strings made of the
+// literals' own pieces.
+func TestUnion_sameAsFilters(t *testing.T) {
+	ops := crsFiltered(t)
+	u := NewUnion(ops)
+	t.Logf("%d filters, union of %d bytes", len(ops), u.Size())
+	corpus := sampled(attackCorpus(t))
+	folds := strings.NewReplacer("k", "\u212a", "s", "\u017f")
+	for _, v := range corpus[:len(corpus)/4] {
+		corpus = append(corpus, "\u00e9"+v+"\xff", strings.ToUpper(v), folds.Replace(v))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var pieces []string
+	for _, op := range ops {
+		pieces = append(pieces, op.(*rx).filter.lits...)
+	}
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + r.IntN(6) {
+			p := pieces[r.IntN(len(pieces))]
+			if r.IntN(3) == 0 {
+				p = strings.ToUpper(p)
+			}
+			if r.IntN(4) == 0 && len(p) > 1 {
+				p = p[:len(p)-1]
+			}
+			b.WriteString(p)
+			b.WriteByte(" \x80é\u212az/"[r.IntN(6)])
+		}
+		corpus = append(corpus, b.String())
+	}
+	hits := make([]uint64, (len(ops)+63)/64)
+	wrong := 0
+	for _, v := range corpus {
+		clear(hits)
+		u.Scan(v, hits)
+		for i, op := range ops {
+			want := op.(*rx).filter.mayMatch(v)
+			if got := hits[i>>6]&(1<<(i&63)) != 0; got != want {
+				wrong++
+				if wrong < 10 {
+					t.Errorf("%q on %q: union %v, filter %v (literals %q)", op.(*rx).re, v, got, want, op.(*rx).filter.lits)
+				}
+			}
+		}
+	}
+	t.Logf("%d values, %d wrong", len(corpus), wrong)
+}
+
+func TestUnion_small(t *testing.T) {
+	var ops []plugintypes.Operator
+	for _, p := range []string{"(?i)select", "union|selec", "abc", "bcd|cde"} {
+		op, err := newRx(plugintypes.OperatorOptions{Arguments: p})
+		if err != nil || !Filtered(op) {
+			t.Fatalf("%q: %v", p, err)
+		}
+		ops = append(ops, op)
+	}
+	u := NewUnion(ops)
+	for _, c := range []struct {
+		value string
+		want  uint64
+	}{
+		{"", 0},
+		{"SeLeCt", 0b0011},
+		{"unio", 0},
+		{"xunionx", 0b0010},
+		{"abcde", 0b1100},
+		{"ab\u00e9cd", 0},
+		{"\u212a", 0b1111},
+		{"\xc5", 0},
+	} {
+		hits := []uint64{0}
+		u.Scan(c.value, hits)
+		if hits[0] != c.want {
+			t.Errorf("%q: hits %04b, want %04b", c.value, hits[0], c.want)
+		}
+	}
+}
+
+func FuzzUnion(f *testing.F) {
+	for _, s := range []string{"select", "SELECT union", "\u212a", "abc", "x<script>"} {
+		f.Add(s)
+	}
+	var ops []plugintypes.Operator
+	for _, p := range []string{"(?i)select|union", "<script", "abc|bcd|cde", "[kK]elvin", "(?:s|S)leep", "on(?:load|error)"} {
+		op, err := newRx(plugintypes.OperatorOptions{Arguments: p})
+		if err != nil || !Filtered(op) {
+			f.Fatalf("%q: %v", p, err)
+		}
+		ops = append(ops, op)
+	}
+	u := NewUnion(ops)
+	f.Fuzz(func(t *testing.T, v string) {
+		hits := []uint64{0}
+		u.Scan(v, hits)
+		for i, op := range ops {
+			if got, want := hits[0]&(1<<i) != 0, op.(*rx).filter.mayMatch(v); got != want {
+				t.Errorf("%q on %q: union %v, filter %v", op.(*rx).re, v, got, want)
+			}
+		}
+	})
+}

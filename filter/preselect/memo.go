@@ -1,0 +1,88 @@
+package preselect
+
+import (
+	"slices"
+
+	"github.com/corazawaf/coraza/v3/types/variables"
+)
+
+// The memo remembers, per phase and across transactions, which of the
+// trie's rules a value matches: the request line, the headers, the
+// cookies and the query string of most requests repeat values seen before
+// (a browser sends the same Accept and User-Agent on every request), and
+// a value found in the memo costs one map lookup instead of a walk down
+// the trie. The answer for a value is a pure function of the rule set: the
+// rules' own operators and transformation functions, nothing of the
+// transaction. It depends on which rules the screen judges, so an entry is
+// kept per batch of stretches (the stretches one screen passes, which are
+// the same on most transactions: the same paranoia-level gates jump the
+// same way), and lists every rule of the batch that matches, whether
+// decided before or not.
+//
+// Values of the body (ARGS_POST, REQUEST_BODY, XML, files, the response
+// body) are free text that seldom repeats across requests: they are not
+// remembered, nor are values longer than memoMaxValue bytes.
+type memo struct {
+	batches [][]int // the batches seen, by ID
+	entries map[memoKey][]int32
+}
+
+type memoKey struct {
+	batch uint16
+	vi    uint8 // the collection, as an index of phasePlan.vars
+	value string
+}
+
+// Bounds of the memo of one phase plan. Past memoMaxEntries the memo is
+// emptied and fills again, so a VM never holds more than about
+// memoMaxEntries × (memoMaxValue + 100) bytes in it per phase.
+const (
+	memoMaxEntries = 4096
+	memoMaxValue   = 128
+	memoMaxBatches = 64
+)
+
+// memoized reports whether the values of collection v are remembered.
+func memoized(v variables.RuleVariable) bool {
+	switch v {
+	case variables.ArgsPost, variables.RequestBody, variables.XML, variables.Files,
+		variables.MultipartName, variables.MultipartFilename, variables.MultipartPartHeaders,
+		variables.ResponseBody:
+		return false
+	}
+	return true
+}
+
+// batchID returns the ID of a batch of stretches, adding it; -1 when the
+// memo knows too many batches already.
+func (m *memo) batchID(batch []int) int {
+	for i, b := range m.batches {
+		if slices.Equal(b, batch) {
+			return i
+		}
+	}
+	if len(m.batches) == memoMaxBatches {
+		return -1
+	}
+	m.batches = append(m.batches, slices.Clone(batch))
+	return len(m.batches) - 1
+}
+
+// get returns the rules value matches in collection vi for a batch.
+func (m *memo) get(batch, vi int, value string) ([]int32, bool) {
+	r, ok := m.entries[memoKey{uint16(batch), uint8(vi), value}]
+	return r, ok
+}
+
+// put remembers what value matches. The value is copied: the memo
+// outlives the transaction whose memory holds it.
+func (m *memo) put(batch, vi int, value string, matched []int32) {
+	if m.entries == nil || len(m.entries) >= memoMaxEntries {
+		m.entries = make(map[memoKey][]int32, 256)
+	}
+	var keep []int32
+	if len(matched) != 0 {
+		keep = slices.Clone(matched)
+	}
+	m.entries[memoKey{uint16(batch), uint8(vi), string([]byte(value))}] = keep
+}
