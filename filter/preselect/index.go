@@ -407,7 +407,6 @@ func inRanges(id int, ranges [][2]int) bool {
 	return false
 }
 
-
 // mayName reports whether some removal may name rule r.
 func (rr runtimeRemovals) mayName(r observed) bool {
 	if rr.any || inRanges(r.id, rr.ids) {
@@ -500,8 +499,8 @@ type srule struct {
 	// op is the operator instance the rule uses; judge its decision
 	// when it needs no transaction (nil when the argument has a macro:
 	// fastpath.JudgeIn expands it per screen).
-	op      plugintypes.Operator
-	judge   func(string) bool
+	op    plugintypes.Operator
+	judge func(string) bool
 	// slot is the rule's operator in the phase's union, -1 when the union
 	// does not stand for it; confirm is then its decision without the
 	// literal filter.

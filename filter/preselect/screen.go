@@ -121,8 +121,8 @@ type txState struct {
 	member, seen  []uint32
 	all           []int32
 	found         []int32
-	values  [][]types.MatchData
-	have    []bool
+	values        [][]types.MatchData
+	have          []bool
 	// Per screen: the TX values read, the stretches of the batch, the
 	// rules to remove, how many were judged.
 	tx      []txValues
