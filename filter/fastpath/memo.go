@@ -1,7 +1,6 @@
 package fastpath
 
 import (
-	"regexp"
 	"sync"
 )
 
@@ -18,7 +17,7 @@ type memo struct {
 }
 
 type memoKey struct {
-	re    *regexp.Regexp
+	re    *compiledRx
 	value string
 }
 
@@ -45,7 +44,7 @@ func memoizable(value string) bool {
 	return len(value) >= memoMinValue && len(value) <= memoMaxValue
 }
 
-func (c *memo) get(re *regexp.Regexp, value string) (memoResult, bool) {
+func (c *memo) get(re *compiledRx, value string) (memoResult, bool) {
 	c.mu.Lock()
 	r, ok := c.m[memoKey{re, value}]
 	c.mu.Unlock()
@@ -54,7 +53,7 @@ func (c *memo) get(re *regexp.Regexp, value string) (memoResult, bool) {
 
 // put stores a copy of value: the strings Coraza hands to operators may
 // share memory with buffers that are reused after the transaction.
-func (c *memo) put(re *regexp.Regexp, value string, r memoResult) {
+func (c *memo) put(re *compiledRx, value string, r memoResult) {
 	size := len(value) + 8*len(r.pos) + 64
 	c.mu.Lock()
 	if c.bytes+size > memoMaxBytes {

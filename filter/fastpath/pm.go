@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -25,8 +26,8 @@ import (
 // copying it. Judge hands out judge, which reaches the same verdict with
 // an automaton of its own (pmSet) that allocates nothing.
 type pm struct {
-	ac ahocorasick.AhoCorasick
-	// patterns are what ac was built from; with a memoizer they may come
+	*compiledPM
+	// patterns are what ac is built from; with a memoizer they may come
 	// from an earlier build under the same key, as with the built-in.
 	patterns []string
 	// minLen is the byte length of the shortest pattern this operator was
@@ -34,16 +35,35 @@ type pm struct {
 	// cannot match.
 	minLen int
 	dfa    bool
-	// set decides what ac does without allocating (see pmSet); it comes
-	// with ac. It is nil only for patterns too long for it.
-	set *pmSet
 }
 
-// compiledPM is what the memoizer shares between rules.
+// compiledPM is what the memoizer shares between rules. The library's
+// automaton (ac) is built on first use: only a rule that captures needs
+// its matches, and the patterns of a data file make it large (the CRS's
+// @pmFromFile lists take tens of MB to build). set decides without it,
+// unless it is nil (patterns too long for it), or the patterns hold an
+// empty one (whose verdict newPMSet learns from the library): ac is then
+// built at once.
 type compiledPM struct {
-	ac       ahocorasick.AhoCorasick
 	patterns []string
+	dfa      bool
+	once     sync.Once
+	lib      ahocorasick.AhoCorasick
 	set      *pmSet
+}
+
+// ac returns the library's automaton.
+func (c *compiledPM) ac() ahocorasick.AhoCorasick {
+	c.once.Do(func() {
+		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{
+			AsciiCaseInsensitive: true,
+			MatchOnlyWholeWords:  false,
+			MatchKind:            ahocorasick.LeftMostLongestMatch,
+			DFA:                  c.dfa,
+		})
+		c.lib = b.Build(c.patterns)
+	})
+	return c.lib
 }
 
 func newPM(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
@@ -82,20 +102,15 @@ func newPMFromFile(opts plugintypes.OperatorOptions) (plugintypes.Operator, erro
 
 func buildPM(m plugintypes.Memoizer, key string, patterns []string, dfa bool) (plugintypes.Operator, error) {
 	v, err := memoize(m, key, func() (any, error) {
-		b := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{
-			AsciiCaseInsensitive: true,
-			MatchOnlyWholeWords:  false,
-			MatchKind:            ahocorasick.LeftMostLongestMatch,
-			DFA:                  dfa,
-		})
-		ac := b.Build(patterns)
-		return &compiledPM{ac: ac, patterns: patterns, set: newPMSet(patterns, ac)}, nil
+		c := &compiledPM{patterns: patterns, dfa: dfa}
+		c.set = newPMSet(patterns, c.ac)
+		return c, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	c := v.(*compiledPM)
-	return &pm{ac: c.ac, patterns: c.patterns, minLen: shortest(patterns), dfa: dfa, set: c.set}, nil
+	return &pm{compiledPM: c, patterns: c.patterns, minLen: shortest(patterns), dfa: dfa}, nil
 }
 
 // shortest is the byte length of the shortest pattern, 0 when one is empty
@@ -118,9 +133,9 @@ func (o *pm) Evaluate(tx plugintypes.TransactionState, value string) bool {
 		return false
 	}
 	if !tx.Capturing() {
-		return o.ac.IterByte(stringBytes(value)).Next() != nil
+		return o.judge(value)
 	}
-	it := o.ac.IterByte(stringBytes(value))
+	it := o.ac().IterByte(stringBytes(value))
 	n := 0
 	for ; n < 10; n++ {
 		m := it.Next()
@@ -134,7 +149,7 @@ func (o *pm) Evaluate(tx plugintypes.TransactionState, value string) bool {
 
 // matches is the verdict without captures, from the library.
 func (o *pm) matches(value string) bool {
-	return len(value) >= o.minLen && o.ac.IterByte(stringBytes(value)).Next() != nil
+	return len(value) >= o.minLen && o.ac().IterByte(stringBytes(value)).Next() != nil
 }
 
 // judge is the verdict of matches without allocating: what Judge hands

@@ -88,10 +88,11 @@ func (t *trie) child(n int32, c byte) int32 {
 	return -1
 }
 
-// newPMSet builds the decision of ac, which was built from patterns. It
-// returns nil when the patterns are too long for its state numbers (16 MiB
-// in all), which leaves the decision to the library.
-func newPMSet(patterns []string, ac ahocorasick.AhoCorasick) *pmSet {
+// newPMSet builds the decision of the library's automaton for patterns,
+// which ac builds (only called when a pattern is empty). It returns nil
+// when the patterns are too long for its state numbers (16 MiB in all),
+// which leaves the decision to the library.
+func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 	size := 0
 	for _, p := range patterns {
 		size += len(p)
@@ -116,7 +117,7 @@ func newPMSet(patterns []string, ac ahocorasick.AhoCorasick) *pmSet {
 		var one [1]byte
 		for c := range 256 {
 			one[0] = byte(c)
-			s.anyOf[c] = ac.IterByte(one[:]).Next() != nil
+			s.anyOf[c] = ac().IterByte(one[:]).Next() != nil
 		}
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -24,17 +25,26 @@ import (
 //   - outcomes for values of memoizable length are remembered per VM (see
 //     memo), so a value seen before is not matched again.
 type rx struct {
-	re     *regexp.Regexp
-	filter *literalFilter // nil: no usable literal
-	dfa    *dfa
+	*compiledRx
 }
 
 // compiledRx is what the memoizer shares between rules with the same
-// pattern.
+// pattern. The regexp itself is compiled on first use (captures, or a
+// value past what the automaton holds), which most patterns never see:
+// the pattern was parsed when the rule was built, which is where a bad
+// pattern is refused (regexp.Compile fails only where syntax.Parse does).
 type compiledRx struct {
-	re     *regexp.Regexp
-	filter *literalFilter
-	dfa    *dfa
+	expr     string
+	once     sync.Once
+	compiled *regexp.Regexp
+	filter   *literalFilter // nil: no usable literal
+	dfa      *dfa
+}
+
+// re returns the compiled regexp.
+func (c *compiledRx) re() *regexp.Regexp {
+	c.once.Do(func() { c.compiled = regexp.MustCompile(c.expr) })
+	return c.compiled
 }
 
 func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
@@ -43,22 +53,17 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		return newByteRx(opts)
 	}
 	v, err := memoize(opts.Memoizer, "wafguard:rx:"+expr, func() (any, error) {
-		re, err := regexp.Compile(expr)
+		parsed, err := syntax.Parse(expr, syntax.Perl)
 		if err != nil {
+			// The error regexp.Compile gives, which starts the same.
 			return nil, err
 		}
-		c := &compiledRx{re: re}
-		if parsed, err := syntax.Parse(expr, syntax.Perl); err == nil {
-			c.filter = newLiteralFilter(parsed)
-		}
-		c.dfa = newLazyDFA(expr)
-		return c, nil
+		return &compiledRx{expr: expr, filter: newLiteralFilter(parsed), dfa: newLazyDFA(expr)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	c := v.(*compiledRx)
-	return &rx{re: c.re, filter: c.filter, dfa: c.dfa}, nil
+	return &rx{v.(*compiledRx)}, nil
 }
 
 func (o *rx) Evaluate(tx plugintypes.TransactionState, value string) bool {
@@ -69,13 +74,13 @@ func (o *rx) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if !memoizable(value) {
 		return o.match(tx, capturing, value)
 	}
-	r, ok := rxMemo.get(o.re, value)
+	r, ok := rxMemo.get(o.compiledRx, value)
 	if !ok || (r.matched && capturing && r.pos == nil) {
 		r = memoResult{matched: o.matches(value)}
 		if r.matched && capturing {
-			r.pos = o.re.FindStringSubmatchIndex(value)
+			r.pos = o.re().FindStringSubmatchIndex(value)
 		}
-		rxMemo.put(o.re, value, r)
+		rxMemo.put(o.compiledRx, value, r)
 	}
 	if r.matched && capturing {
 		capture(tx, len(r.pos)/2, func(i int) (int, int) { return r.pos[2*i], r.pos[2*i+1] }, value)
@@ -92,7 +97,7 @@ func (o *rx) match(tx plugintypes.TransactionState, capturing bool, value string
 	if !capturing {
 		return true
 	}
-	m := o.re.FindStringSubmatchIndex(value)
+	m := o.re().FindStringSubmatchIndex(value)
 	capture(tx, len(m)/2, func(i int) (int, int) { return m[2*i], m[2*i+1] }, value)
 	return true
 }
@@ -103,7 +108,7 @@ func (o *rx) matches(value string) bool {
 	if m, ok := o.dfa.match(value); ok {
 		return m
 	}
-	return o.re.MatchString(value)
+	return o.re().MatchString(value)
 }
 
 // capture sets capture fields 0..min(n,9)-1 (TX.0, the whole match, to

@@ -71,7 +71,7 @@ func TestUnion_sameAsFilters(t *testing.T) {
 			if got := hits[i>>6]&(1<<(i&63)) != 0; got != want {
 				wrong++
 				if wrong < 10 {
-					t.Errorf("%q on %q: union %v, filter %v (literals %q)", op.(*rx).re, v, got, want, op.(*rx).filter.lits)
+					t.Errorf("%q on %q: union %v, filter %v (literals %q)", op.(*rx).expr, v, got, want, op.(*rx).filter.lits)
 				}
 			}
 		}
@@ -128,7 +128,7 @@ func FuzzUnion(f *testing.F) {
 		u.Scan(v, hits)
 		for i, op := range ops {
 			if got, want := hits[0]&(1<<i) != 0, op.(*rx).filter.mayMatch(v); got != want {
-				t.Errorf("%q on %q: union %v, filter %v", op.(*rx).re, v, got, want)
+				t.Errorf("%q on %q: union %v, filter %v", op.(*rx).expr, v, got, want)
 			}
 		}
 	})
