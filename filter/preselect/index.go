@@ -71,6 +71,9 @@ type Builder struct {
 	// chainOpen: the last rule observed starts a chain, so the operators
 	// built until the next one belong to its chained rules.
 	chainOpen bool
+	// inFactory: one of this project's operator factories is running;
+	// a file read now is its data.
+	inFactory bool
 }
 
 type observed struct {
@@ -79,7 +82,8 @@ type observed struct {
 	raw     string
 	tags    []string
 	secMark string
-	seg     int // see Builder.segment
+	parsed  parsedRule // raw, read once
+	seg     int        // see Builder.segment
 	// writes is what the rule and its chain may write in TX (set by
 	// Finish).
 	writes *txWrites
@@ -115,19 +119,20 @@ func (b *Builder) End() {
 // set, with the raw text of that rule alone (not its chained rules).
 func (b *Builder) Observe(r types.RuleMetadata) {
 	o := observed{id: r.ID(), phase: r.Phase(), raw: r.Raw(), tags: r.Tags(), secMark: r.SecMark(), seg: b.segment}
+	o.parsed = parseRule(o.raw)
 	b.rules = append(b.rules, o)
-	if o.secMark != "" || hasAction(ruleActions(o.raw), "skipafter") {
+	if o.secMark != "" || hasAction(o.parsed.actions, "skipafter") {
 		// The last operator built is this rule's when the rule has one
 		// of this project's: Coraza builds a rule's operator while it
 		// parses the rule, after every operator of the rules before it
 		// and their chains.
-		if rt, ok := parseSecRule(o.raw); ok && b.lastTrigger != nil && fastpath.Owns(rt.opName) {
+		if o.parsed.secRule && b.lastTrigger != nil && fastpath.Owns(o.parsed.opName) {
 			b.lastTrigger.boundary = true
 		}
 		b.segment++
 	}
 	b.lastTrigger = nil
-	b.chainOpen = hasAction(ruleActions(o.raw), "chain")
+	b.chainOpen = hasAction(o.parsed.actions, "chain")
 }
 
 // position is the place in the rule set of the rule whose operator is
@@ -141,16 +146,24 @@ func (b *Builder) position() int {
 	return len(b.rules)
 }
 
-// ruleActions returns the actions of a SecRule or SecAction text.
-func ruleActions(raw string) []action {
+// parsedRule is a rule text as this package reads it: a SecRule
+// (secRule set, ruleText filled) or a SecAction (its actions only).
+type parsedRule struct {
+	ruleText
+	secRule bool
+}
+
+// parseRule reads a SecRule or SecAction text; anything else has no
+// actions.
+func parseRule(raw string) parsedRule {
 	if rt, ok := parseSecRule(raw); ok {
-		return rt.actions
+		return parsedRule{ruleText: rt, secRule: true}
 	}
 	dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
 	if !strings.EqualFold(dir, "secaction") {
-		return nil
+		return parsedRule{}
 	}
-	return parseActions(strings.Trim(strings.TrimSpace(a), `"`))
+	return parsedRule{ruleText: ruleText{actions: parseActions(strings.Trim(strings.TrimSpace(a), `"`))}}
 }
 
 func hasAction(acts []action, name string) bool {
@@ -163,8 +176,14 @@ func hasAction(acts []action, name string) bool {
 }
 
 // AddText records a directive text Coraza read: the rule set's directives
-// and each file it included.
-func (b *Builder) AddText(text string) { b.texts = append(b.texts, text) }
+// and each file it included. A file read by one of this project's
+// operators while Coraza builds it (the data file of @pmFromFile) holds
+// no directives and is left out.
+func (b *Builder) AddText(text string) {
+	if !b.inFactory {
+		b.texts = append(b.texts, text)
+	}
+}
 
 // Finish builds the index from what was observed. rulesInWAF is the
 // number of rules the compiled WAF holds (experimental.WAFWithRules), used
@@ -267,11 +286,11 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// scan adds the ctl removals of one directive text: of rules with what
-// = "", of rule targets with what = "target" (ctl:ruleRemoveTargetById
-// and so on, whose value names the rule before a ';').
-func (rr *runtimeRemovals) scan(text, what string) {
-	lower := asciiLower(text)
+// scan adds the ctl removals of one directive text (lower, the same text
+// with ASCII letters lower-cased): of rules with what = "", of rule
+// targets with what = "target" (ctl:ruleRemoveTargetById and so on, whose
+// value names the rule before a ';').
+func (rr *runtimeRemovals) scan(text, lower, what string) {
 	for _, kind := range []string{"ctl:ruleremove" + what + "byid=", "ctl:ruleremove" + what + "bytag=", "ctl:ruleremove" + what + "bymsg="} {
 		for rest := lower; ; {
 			i := strings.Index(rest, kind)
@@ -312,8 +331,9 @@ func scanDirectives(texts []string) directiveFacts {
 	var f directiveFacts
 	for _, text := range texts {
 		text = strings.ReplaceAll(text, "\\\n", " ")
-		f.runtime.scan(text, "")
-		f.runtimeTargets.scan(text, "target")
+		lower := asciiLower(text)
+		f.runtime.scan(text, lower, "")
+		f.runtimeTargets.scan(text, lower, "target")
 		for _, line := range strings.Split(text, "\n") {
 			line = strings.TrimSpace(line)
 			dir, args, _ := strings.Cut(line, " ")
@@ -548,6 +568,9 @@ type node struct {
 	// lower: the node's transformation is t:lowercase, which changes no
 	// answer of a literal filter on an ASCII value.
 	lower bool
+	// byVar[i] are the rules judged here that read collection i of the
+	// plan.
+	byVar [][]*srule
 }
 
 func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) *node {
@@ -629,7 +652,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 		// Positions a skip:N of an earlier rule of this phase can land on.
 		window := make([]bool, len(inPhase))
 		for i, r := range inPhase {
-			for _, a := range ruleActions(r.raw) {
+			for _, a := range r.parsed.actions {
 				if a.name != "skip" {
 					continue
 				}
@@ -667,7 +690,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			if r.secMark != "" || r.phase != p {
 				continue
 			}
-			for _, a := range ruleActions(r.raw) {
+			for _, a := range r.parsed.actions {
 				if a.name != "skipafter" {
 					continue
 				}
@@ -689,6 +712,16 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			}
 		}
 		pp.unite()
+		for _, n := range pp.nodes {
+			n.byVar = make([][]*srule, len(pp.vars))
+			for _, r := range n.rules {
+				for i := range pp.vars {
+					if r.vars&(1<<i) != 0 {
+						n.byVar[i] = append(n.byVar[i], r)
+					}
+				}
+			}
+		}
 		for _, v := range pp.vars {
 			pp.memoVar = append(pp.memoVar, memoized(v))
 		}
@@ -727,7 +760,7 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 	if facts.updateAll {
 		return nil, reasonConfigWhole
 	}
-	rt, ok := parseSecRule(r.raw)
+	rt, ok := r.parsed.ruleText, r.parsed.secRule
 	switch {
 	case !ok:
 		return nil, reasonNotSecRule

@@ -42,8 +42,15 @@ func Register(factories map[string]plugintypes.OperatorFactory) {
 
 func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory {
 	return func(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
+		if compiling == nil {
+			return factory(opts)
+		}
+		// What the factory reads (the data file of @pmFromFile) is
+		// data, not directives: AddText leaves it out.
+		compiling.inFactory = true
 		op, err := factory(opts)
-		if err != nil || compiling == nil {
+		compiling.inFactory = false
+		if err != nil {
 			return op, err
 		}
 		t := &trigger{op: op, b: compiling, seg: compiling.segment, pos: compiling.position()}
@@ -324,14 +331,14 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			value := md.Value()
 			st.scans = st.scans[:0]
 			if !remember || len(value) > memoMaxValue {
-				st.visit(pp, pp.root, value, true, bit, st.newScan(pp))
+				st.visit(pp, pp.root, value, true, i, st.newScan(pp))
 				continue
 			}
 			found, ok := pp.memo.get(batchID, i, value)
 			if !ok {
 				st.found = st.found[:0]
 				st.valueGen++
-				st.visitAll(pp, pp.root, value, true, bit, st.newScan(pp))
+				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp))
 				found = st.found
 				pp.memo.put(batchID, i, value, found)
 			}
@@ -506,17 +513,18 @@ func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
 	return h
 }
 
-// visit evaluates the rules of the pass judged at n on value (already
-// transformed by the chain to n), then goes down the children that still
+// visit evaluates the rules of the pass judged at n that read collection
+// vi on value (already transformed by the chain to n), then goes down the children that still
 // have undecided rules reading this collection. changed says whether n's
 // transformation changed the value: a multiMatch rule is judged only on
 // changed values, as Coraza collects them. scan is the union scan that
 // stands for value: the one of the parent when n's transformation left
 // the value as it was, or only changed the case of an ASCII value (the
 // literal filters ignore ASCII case).
-func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, bit uint64, scan int) {
-	for _, r := range n.rules {
-		if st.rules[r.idx] != inBatch || r.vars&bit == 0 || (r.multi && !changed) {
+func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int) {
+	bit := uint64(1) << vi
+	for _, r := range n.byVar[vi] {
+		if st.rules[r.idx] != inBatch || (r.multi && !changed) {
 			continue
 		}
 		var m bool
@@ -544,7 +552,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, bit
 		if out != value && !(c.lower && isASCII(value)) {
 			k = st.newScan(pp)
 		}
-		st.visit(pp, c, out, changed, bit, k)
+		st.visit(pp, c, out, changed, vi, k)
 	}
 }
 
@@ -559,9 +567,10 @@ func (st *txState) match(r *srule) {
 // visitAll is visit for the memo: it judges every rule of the batch at n
 // that reads this collection, decided before or not, and adds those that
 // match to st.found, each once.
-func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, bit uint64, scan int) {
-	for _, r := range n.rules {
-		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || r.vars&bit == 0 || (r.multi && !changed) {
+func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int) {
+	bit := uint64(1) << vi
+	for _, r := range n.byVar[vi] {
+		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
 			continue
 		}
 		var m bool
@@ -588,7 +597,7 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 		if out != value && !(c.lower && isASCII(value)) {
 			k = st.newScan(pp)
 		}
-		st.visitAll(pp, c, out, changed, bit, k)
+		st.visitAll(pp, c, out, changed, vi, k)
 	}
 }
 

@@ -64,25 +64,20 @@ var knownActions = map[string]bool{
 // captureKeys are the TX keys a capture writes.
 var captureKeys = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
-// writesOf returns what one rule text (a SecRule or a SecAction, without
-// its chain) may write in TX. Text this package cannot read may write
+// writesOf returns what one rule (a SecRule or a SecAction, without its
+// chain) may write in TX. Text this package cannot read may write
 // anything.
-func writesOf(raw string) txWrites {
-	var acts []action
+func writesOf(p parsedRule, raw string) txWrites {
 	var w txWrites
-	if rt, ok := parseSecRule(raw); ok {
-		acts = rt.actions
-		if rt.opName == "rbl" {
-			w.keys = append(w.keys, "httpbl_msg")
-		}
-	} else {
-		dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
-		if !strings.EqualFold(dir, "secaction") {
+	switch {
+	case p.secRule && p.opName == "rbl":
+		w.keys = append(w.keys, "httpbl_msg")
+	case !p.secRule:
+		if dir, _, _ := strings.Cut(strings.TrimSpace(raw), " "); !strings.EqualFold(dir, "secaction") {
 			return txWrites{any: true}
 		}
-		acts = parseActions(strings.Trim(strings.TrimSpace(a), `"`))
 	}
-	w.add(actionWrites(acts))
+	w.add(actionWrites(p.actions))
 	return w
 }
 
@@ -177,8 +172,9 @@ func chainWrites(texts []string) map[string]*txWrites {
 			if d != "secrule" && d != "secaction" {
 				continue
 			}
-			w := writesOf(line)
-			chained := hasAction(ruleActions(line), "chain")
+			p := parseRule(line)
+			w := writesOf(p, line)
+			chained := hasAction(p.actions, "chain")
 			if open != nil {
 				// A rule that follows an open chain is appended to it
 				// (a SecAction too).
