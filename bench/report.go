@@ -51,6 +51,9 @@ type ServerResult struct {
 	ReadySeconds float64 `json:"ready_seconds"`
 	Closed       *Run    `json:"closed,omitempty"`
 	Open         *Run    `json:"open,omitempty"`
+	// Unloaded is the latency per shape of the idle server, one request
+	// at a time, measured before the load runs.
+	Unloaded *Unloaded `json:"unloaded,omitempty"`
 	// CPUSeconds is the server's user+system CPU time over both runs;
 	// CPUMsPerRequest divides it by the requests of both runs.
 	CPUSeconds      float64 `json:"cpu_seconds"`
@@ -181,6 +184,8 @@ func (r *Report) Markdown() string {
 	b.WriteString("\nLatency columns are from the open-loop run. FP: benign requests answered with a status other than 2xx or 429; FN: attacks answered with a status other than 403 or 429; no answer: timeouts and resets (all three over both runs; requests aborted when the drain time ran out count nowhere, see aborted in results.json). ")
 	b.WriteString("Closed-loop req/s: all answers divided by the time from the start to the last answer (requests in flight when sending stops included). Ratios divide closed-loop req/s. Peak RSS is VmHWM summed over the server's processes (nginx: master + worker). CPU s is the server's user+system time over both runs.\n\n")
 
+	r.unloadedTable(&b)
+
 	if base, capped := r.server(IDWasmCRS), r.server(IDWasmCRSCap); base != nil && capped != nil {
 		b.WriteString("## Admission cap\n\n")
 		b.WriteString("| run | closed answers/s | closed admitted/s | closed p99 admitted ms | closed 429 share | open rate | open p99 admitted ms | open 429 share |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -221,6 +226,45 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// unloadedTable writes the latency of the idle servers per shape: the p50
+// of each, and beside the WAFs' the ratio to nginx + ModSecurity's.
+func (r *Report) unloadedTable(b *strings.Builder) {
+	var ref *Unloaded
+	if s := r.server(IDNginxModSec); s != nil {
+		ref = s.Unloaded
+	}
+	any := false
+	for _, s := range r.Servers {
+		any = any || s.Unloaded != nil
+	}
+	if !any {
+		return
+	}
+	b.WriteString("## Unloaded latency per class\n\nOne request at a time over one kept-alive connection, the pool in order, before the load runs (p50 ms; in brackets the ratio to nginx + ModSecurity's):\n\n")
+	b.WriteString("| server | passes |")
+	for _, sh := range Shapes {
+		fmt.Fprintf(b, " %s |", sh)
+	}
+	b.WriteString(" unexpected answers |\n|---|---:|" + strings.Repeat("---:|", len(Shapes)+1) + "\n")
+	for _, s := range r.Servers {
+		u := s.Unloaded
+		if u == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %d |", s.ID, u.Passes)
+		for _, sh := range Shapes {
+			v := u.Shapes[sh].P50
+			cell := ms(v)
+			if ref != nil && s.ID != IDNginxModSec && s.WAF {
+				cell += " (" + ratio(v, ref.Shapes[sh].P50) + ")"
+			}
+			fmt.Fprintf(b, " %s |", cell)
+		}
+		fmt.Fprintf(b, " %d |\n", u.Unexpected)
+	}
+	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
 }
 
 // MaxInflightRun reports whether the server ran with the admission cap.

@@ -66,6 +66,7 @@ const (
 	IDWasmCRSCap  = "wasm-crs-cap"
 	IDWasmCRS128  = "wasm-crs-128"
 	IDWasmCRSV8   = "wasm-crs-v8"
+	IDWasmPassV8  = "wasm-pass-v8"
 )
 
 // Workers128 are the connections of the IDWasmCRS128 run.
@@ -81,7 +82,8 @@ func Servers(capInflight, capVMs int) []*Server {
 		{ID: IDNginxModSec, Name: "nginx 1 worker + ModSecurity v3 (Debian), same CRS", Path: "proxy_pass -> upstream", WAF: true, start: startNginx},
 		{ID: IDNginx, Name: "nginx 1 worker, no WAF", Path: "proxy_pass -> upstream", start: startNginx},
 		{ID: IDWasmCRSCap, Name: fmt.Sprintf("as %s, admission cap max_inflight=%d, %d VM", IDWasmCRS, capInflight, max(capVMs, 1)), Path: "host -> upstream", WAF: true, CapOf: IDWasmCRS, MaxInflight: capInflight, VMs: capVMs, start: startWafhost},
-		{ID: IDWasmCRSV8, Name: "Go HTTP front + main.wasm on Node 26's V8 (v8host, TurboFan only, as Envoy), CRS blocking, same configuration as wasm-crs, 1 VM", Path: "front -> upstream", WAF: true, start: startV8},
+		{ID: IDWasmCRSV8, Name: "main.wasm on Node 26's V8 (v8host, TurboFan only, as Envoy) behind Node's own HTTP front in the same process, CRS blocking, same configuration as wasm-crs, 1 VM", Path: "front -> upstream", WAF: true, start: startV8},
+		{ID: IDWasmPassV8, Name: "as wasm-crs-v8 with the pass-through plugin: the front's own cost", Path: "front -> upstream", start: startV8},
 		{ID: IDWasmCRS128, Name: fmt.Sprintf("as %s with the shipped defaults (admission cap 256, memory guard 768 MiB), %d connections into 1 VM", IDWasmCRS, Workers128), Path: "host -> upstream", WAF: true, MaxInflight: 256, Workers: Workers128, start: startWafhost},
 	}
 }
@@ -168,12 +170,17 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if _, err := v8host.NodePath(); err != nil {
 		return nil, err
 	}
-	if env.MainWasm == "" {
-		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
+	wasm, cfgData := env.MainWasm, []byte("{}")
+	if s.ID == IDWasmPassV8 {
+		wasm = env.PassWasm
+	} else {
+		var err error
+		if cfgData, err = pluginConfig(s.MaxInflight); err != nil {
+			return nil, err
+		}
 	}
-	cfgData, err := pluginConfig(s.MaxInflight)
-	if err != nil {
-		return nil, err
+	if wasm == "" {
+		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
 	}
 	cfg, err := writeConfig(env, s, cfgData)
 	if err != nil {
@@ -186,7 +193,7 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	// The front and Node share the server's CPU; GOMAXPROCS=1 as for the
 	// other Go servers.
 	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
-		"serve-v8", "--listen", listen, "--upstream", env.UpstreamURL, "--wasm", env.MainWasm, "--config", cfg)
+		"serve-v8", "--listen", listen, "--upstream", env.UpstreamURL, "--wasm", wasm, "--config", cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,8 @@
 // {id, error}. Operations: "start" (a VM with a plugin configuration),
 // "exchange" (one HTTP stream, request and upstream response, to its end),
 // "begin" and "finish" (the same in two steps, for a proxy), "tick",
-// "logs", "metrics", "memory", "usage", "stop".
+// "logs", "metrics", "memory", "usage", "stop", and "serve" (an HTTP front
+// in this process, in front of an upstream: see serve).
 //
 // What it follows of Envoy (the rules of docs/envoy-host-rules.md, as the Go
 // host in wasmhost/ does): one VM per "start", shared data and metrics shared by
@@ -18,6 +19,7 @@
 // buffered while the filter answers StopIterationAndBuffer and delivered as
 // the total buffered so far, a 413 past the buffer limit.
 import fs from "node:fs";
+import http from "node:http";
 import readline from "node:readline";
 import { webcrypto } from "node:crypto";
 
@@ -547,6 +549,7 @@ class Stream {
   }
   // end runs proxy_on_log, proxy_on_done and proxy_on_delete.
   end() {
+    this.ended = true;
     if (!this.vm.failed) {
       this.invoke("proxy_on_log");
       this.invoke("proxy_on_done");
@@ -571,7 +574,9 @@ class Stream {
   }
 }
 
-const chunks = (list) => (list || []).map((b) => Buffer.from(b, "base64"));
+// chunks reads body chunks: base64 strings from the protocol, or bytes
+// from the HTTP front.
+const chunks = (list) => (list || []).map((b) => (typeof b === "string" ? Buffer.from(b, "base64") : b));
 
 function concat(a, b) {
   if (a.length === 0) return Uint8Array.from(b);
@@ -636,10 +641,13 @@ rl.on("line", (line) => {
     send({ id: 0, error: "bad request: " + e.message });
     return;
   }
+  const fail = (e) => send({ id: req.id, error: String(e && e.message ? e.message : e) });
   try {
-    send({ id: req.id, ok: true, ...handle(req) });
+    const r = handle(req);
+    if (r instanceof Promise) r.then((v) => send({ id: req.id, ok: true, ...v }), fail);
+    else send({ id: req.id, ok: true, ...r });
   } catch (e) {
-    send({ id: req.id, error: String(e && e.message ? e.message : e) });
+    fail(e);
   }
 });
 
@@ -708,6 +716,104 @@ function handle(req) {
     case "stop":
       vms.delete(req.vm);
       return {};
+    case "serve":
+      return serve(vm, req.listen, req.upstream);
   }
   throw new Error("unknown op " + req.op);
+}
+
+// serve runs an HTTP front in this process: every request on listen
+// (host:port) goes through the VM as one stream, to the upstream (a base
+// URL) when the plugin lets it through, and back through the response
+// side. It is the bench's V8 server; being in the same process as the VM,
+// it adds only Node's own HTTP handling to what the plugin costs. The
+// request body is read whole first (up to the buffer limit, past which
+// the plugin sees it over the limit), as Envoy buffers it while the
+// plugin pauses. Ticks run at the period the plugin set, as Envoy's
+// dispatcher runs them.
+function serve(vm, listen, upstream) {
+  const up = new URL(upstream);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const colon = listen.lastIndexOf(":");
+  const host = listen.slice(0, colon), port = Number(listen.slice(colon + 1));
+  const server = http.createServer((req, res) => {
+    const parts = [];
+    let size = 0;
+    req.on("data", (c) => {
+      size += c.length;
+      if (size <= bufferLimit + 1) parts.push(c);
+    });
+    req.on("end", () => front(vm, up, agent, req, res, Buffer.concat(parts)));
+    req.on("error", () => res.destroy());
+  });
+  server.keepAliveTimeout = 90000;
+  if (vm.tickMS > 0) setInterval(() => vm.tick(), vm.tickMS).unref();
+  return new Promise((resolve, reject) => {
+    server.once("error", (e) => reject(new Error(`serve on ${listen}: ${e.message}`)));
+    server.listen(port, host, () => resolve({ listen }));
+  });
+}
+
+// headerPairs turns Node's raw header list into lower-case pairs.
+function headerPairs(raw) {
+  const out = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) out.push([raw[i].toLowerCase(), raw[i + 1]]);
+  return out;
+}
+
+function front(vm, up, agent, req, res, body) {
+  const ex = {
+    headers: [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")],
+    body: body.length > 0 ? [body] : [],
+    info: { source: `${req.socket.remoteAddress}:${req.socket.remotePort}`, destination: "127.0.0.1:8080", protocol: "HTTP/" + req.httpVersion },
+  };
+  const st = new Stream(vm, ex);
+  vm.streams.set(st.id, st);
+  if (!st.request(ex)) {
+    st.end();
+    reply(res, st.out);
+    return;
+  }
+  const headers = { ...req.headers };
+  delete headers["content-length"];
+  delete headers["transfer-encoding"];
+  if (body.length > 0) headers["content-length"] = String(body.length);
+  const ureq = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers, agent }, (ures) => {
+    const got = [];
+    ures.on("data", (c) => got.push(c));
+    ures.on("end", () => {
+      const b = Buffer.concat(got);
+      st.response(ures.statusCode, headerPairs(ures.rawHeaders), b.length > 0 ? [b] : []);
+      st.end();
+      reply(res, st.out);
+    });
+    ures.on("error", () => failed());
+  });
+  const failed = () => {
+    // Envoy's router answers 503 when the upstream fails.
+    if (st.ended) return;
+    st.response(503, [["content-type", "text/plain"]], [enc.encode("upstream connect error")]);
+    st.end();
+    reply(res, st.out);
+  };
+  ureq.on("error", failed);
+  ureq.end(body);
+}
+
+// reply writes what the client gets: the status, headers and body, or a
+// reset.
+function reply(res, out) {
+  if (out.reset || out.status === 0) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.concat(out.body.map((b) => Buffer.from(b)));
+  const h = [];
+  for (const [k, v] of out.headers) {
+    if (k === "content-length" || k === "transfer-encoding" || k === "connection") continue;
+    h.push(k, v);
+  }
+  h.push("content-length", String(body.length));
+  res.writeHead(out.status, h);
+  res.end(body);
 }

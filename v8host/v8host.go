@@ -383,5 +383,15 @@ func (vm *VM) MemorySize() (uint64, error) {
 	return r.Bytes, err
 }
 
+// Serve starts an HTTP front inside the Node process, on listen
+// (host:port): each request runs through the VM to upstream (a base URL)
+// and back, as the bench's V8 server. With the front beside the VM, a
+// request costs only Node's HTTP handling on top of the plugin, not a
+// round trip through this package's protocol. It returns once the front
+// listens; it serves until the Engine is closed.
+func (vm *VM) Serve(listen, upstream string) error {
+	return vm.e.call(map[string]any{"op": "serve", "vm": vm.id, "listen": listen, "upstream": upstream}, nil)
+}
+
 // Close forgets the VM.
 func (vm *VM) Close() error { return vm.e.call(map[string]any{"op": "stop", "vm": vm.id}, nil) }

@@ -2,6 +2,7 @@ package v8host
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -79,9 +80,10 @@ func TestV8_exchange(t *testing.T) {
 	}
 }
 
-// TestV8_handler: the HTTP front proxies what the plugin lets through and
-// answers the rest itself, without asking the upstream.
-func TestV8_handler(t *testing.T) {
+// TestV8_serve: the HTTP front in the Node process proxies what the
+// plugin lets through, with the upstream's headers and body, and answers
+// the rest itself, without asking the upstream.
+func TestV8_serve(t *testing.T) {
 	e := startEngine(t)
 	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(oneRule)})
 	if err != nil {
@@ -90,29 +92,46 @@ func TestV8_handler(t *testing.T) {
 	var hits atomic.Int32
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("content-type", "text/plain")
-		io.WriteString(w, "from upstream "+r.URL.Query().Get("q"))
+		w.Header().Set("x-upstream", r.Method)
+		io.WriteString(w, "from upstream "+r.URL.Query().Get("q")+string(b))
 	}))
 	defer up.Close()
-	front := httptest.NewServer(&Handler{VM: vm, Upstream: up.URL})
-	defer front.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := vm.Serve(addr, up.URL); err != nil {
+		t.Fatal(err)
+	}
+	if err := vm.Serve(addr, up.URL); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Errorf("a second front on %s: %v, want an error naming the address", addr, err)
+	}
 	for _, tc := range []struct {
-		q      string
-		status int
-		body   string
-		hits   int32
+		method, q, body string
+		status          int
+		want            string
+		hits            int32
 	}{
-		{"hello", 200, "from upstream hello", 1},
-		{"%3Cscript%3E", 403, "", 1},
+		{"GET", "hello", "", 200, "from upstream hello", 1},
+		{"POST", "x", " and a body", 200, "from upstream x and a body", 2},
+		{"GET", "%3Cscript%3E", "", 403, "", 2},
 	} {
-		resp, err := http.Get(front.URL + "/?q=" + tc.q)
+		req, _ := http.NewRequest(tc.method, "http://"+addr+"/?q="+tc.q, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != tc.status || (tc.body != "" && string(b) != tc.body) || hits.Load() != tc.hits {
-			t.Errorf("q=%s: %d %q, upstream hits %d; want %d %q, %d", tc.q, resp.StatusCode, b, hits.Load(), tc.status, tc.body, tc.hits)
+		if resp.StatusCode != tc.status || (tc.want != "" && string(b) != tc.want) || hits.Load() != tc.hits {
+			t.Errorf("%s q=%s: %d %q, upstream hits %d; want %d %q, %d", tc.method, tc.q, resp.StatusCode, b, hits.Load(), tc.status, tc.want, tc.hits)
+		}
+		if tc.status == 200 && resp.Header.Get("x-upstream") != tc.method {
+			t.Errorf("%s q=%s: upstream header %q", tc.method, tc.q, resp.Header.Get("x-upstream"))
 		}
 	}
 }

@@ -104,11 +104,12 @@ type options struct {
 	readyWait          time.Duration
 	verify             bool
 	vmEnv              string
+	unloaded           int
 }
 
 func run() int {
 	var o options
-	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8}
+	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8}
 	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
 	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
 	flag.DurationVar(&o.open, "open", 20*time.Second, "open-loop (fixed rate) run per server")
@@ -130,10 +131,12 @@ func run() int {
 	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "the whole run stops after this")
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
+	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, before the load runs, for the unloaded latency per class (0: none; no new pass after 2 minutes)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
 		o.closed, o.open, o.warm = 4*time.Second, 4*time.Second, time.Second
+		o.unloaded = min(o.unloaded, 1)
 		o.drain = min(o.drain, 10*time.Second)
 	}
 	selected := strings.Split(o.servers, ",")
@@ -224,7 +227,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	buildErrs := map[string]error{}
 	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
 		hostErr := buildHost(ctx, o, env)
-		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8} {
+		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8} {
 			if hostErr != nil {
 				buildErrs[id] = hostErr
 			}
@@ -237,9 +240,10 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 		} else if abs, err := filepath.Abs(o.wasm); err == nil {
 			env.MainWasm = abs
 		}
-		if slices.Contains(selected, bench.IDWasmPass) && buildErrs[bench.IDWasmPass] == nil {
+		if (slices.Contains(selected, bench.IDWasmPass) || slices.Contains(selected, bench.IDWasmPassV8)) && buildErrs[bench.IDWasmPass] == nil {
 			if env.PassWasm, err = buildPassthrough(ctx, o); err != nil {
 				buildErrs[bench.IDWasmPass] = err
+				buildErrs[bench.IDWasmPassV8] = err
 			}
 		}
 	}
@@ -333,6 +337,16 @@ func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.P
 		if _, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: min(o.workers, 2), Duration: o.warm, Timeout: o.timeout, Drain: min(o.drain, 5*time.Second), Progress: progress("warm-up", o.warm)}); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
+	}
+	if o.unloaded > 0 {
+		logf("%s unloaded: the pool one request at a time, %d passes", tag, o.unloaded)
+		u, err := bench.MeasureUnloaded(ctx, pool, run.URL, s.WAF, o.unloaded, 2*time.Minute, o.timeout)
+		if err != nil {
+			return fmt.Errorf("unloaded: %w", err)
+		}
+		res.Unloaded = u
+		logf("%s unloaded p50 ms: benign GET %.2f, GET attack %.2f, benign JSON %.2f, JSON attack %.2f", tag,
+			u.Shapes["benign_get"].P50, u.Shapes["get_attack"].P50, u.Shapes["benign_json"].P50, u.Shapes["json_attack"].P50)
 	}
 	u0, err := run.Proc.Usage()
 	if err != nil {
