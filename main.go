@@ -56,7 +56,10 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		return types.OnPluginStartStatusFailed
 	}
 	p.guard = admission.New(cfg.Admission, admission.HostStore{}, admission.WithMemory(cfg.Memory))
-	if p.waf, err = filter.NewPlugin(cfg.Filter); err != nil {
+	compiled := p.guard.Compiling()
+	p.waf, err = filter.NewPlugin(cfg.Filter)
+	compiled()
+	if err != nil {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}

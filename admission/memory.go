@@ -28,6 +28,16 @@ const (
 	// the body is held by the filter and by Coraza, and parsed into
 	// arguments.
 	DefaultBodyReserveFactor = 2
+	// DefaultGCPercent is the collector's GOGC once the plugin has
+	// started: Go's own default.
+	DefaultGCPercent = 100
+	// StartGCPercent is the collector's GOGC while the rule sets compile.
+	// A VM's linear memory never shrinks, so it keeps the peak of its
+	// start for its whole life; collecting when the heap has grown by a
+	// fifth instead of doubling keeps that peak near the live heap (CRS:
+	// 35.5 -> about 28.5 MiB of linear memory after the start on wazero)
+	// for a few collections more during the start.
+	StartGCPercent = 20
 )
 
 // Bounds of the memory keys.
@@ -36,6 +46,8 @@ const (
 	maxHeapBytes        = 4 << 30 // a wasm32 linear memory
 	maxStreamReserve    = 1 << 30
 	maxBodyReserveRatio = 64
+	minGCPercent        = 10
+	maxGCPercent        = 1000
 )
 
 // MemoryConfig is the validated memory object of the plugin configuration.
@@ -49,15 +61,21 @@ type MemoryConfig struct {
 	// BodyReserveFactor × the request body size is reserved on top,
 	// from Content-Length before the body arrives, else as it streams.
 	BodyReserveFactor int64
+	// GCPercent is the collector's GOGC after the plugin start: the heap
+	// grows this many percent past what the last collection found live
+	// before the next one runs. Lower holds less memory per VM for more
+	// CPU per request. GOGC in the VM's environment wins over it.
+	GCPercent int
 }
 
 type rawMemory struct {
 	MaxHeapBytes       json.RawMessage `json:"max_heap_bytes"`
 	StreamReserveBytes json.RawMessage `json:"stream_reserve_bytes"`
 	BodyReserveFactor  json.RawMessage `json:"body_reserve_factor"`
+	GCPercent          json.RawMessage `json:"gc_percent"`
 }
 
-const rawMemoryKeys = "max_heap_bytes, stream_reserve_bytes, body_reserve_factor"
+const rawMemoryKeys = "max_heap_bytes, stream_reserve_bytes, body_reserve_factor, gc_percent"
 
 // ParseMemoryConfig decodes and validates the plugin configuration's memory
 // object. A nil or empty raw gives the defaults (the guard on).
@@ -66,6 +84,7 @@ func ParseMemoryConfig(raw json.RawMessage) (MemoryConfig, error) {
 		MaxHeapBytes:       DefaultMaxHeapBytes,
 		StreamReserveBytes: DefaultStreamReserveBytes,
 		BodyReserveFactor:  DefaultBodyReserveFactor,
+		GCPercent:          DefaultGCPercent,
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -96,6 +115,12 @@ func ParseMemoryConfig(raw json.RawMessage) (MemoryConfig, error) {
 		return MemoryConfig{}, err
 	}
 	c.BodyReserveFactor = int64(factor)
+	gc, err := intField("memory.gc_percent", r.GCPercent, c.GCPercent, minGCPercent, maxGCPercent,
+		fmt.Sprintf("an integer from %d to %d (Go's GOGC: 100 is its default, lower holds less memory for more CPU)", minGCPercent, maxGCPercent))
+	if err != nil {
+		return MemoryConfig{}, err
+	}
+	c.GCPercent = gc
 	return c, nil
 }
 
@@ -105,6 +130,10 @@ type memRuntime interface {
 	envLimit() (string, bool)
 	// setLimit is debug.SetMemoryLimit.
 	setLimit(int64) int64
+	// envGC reports whether GOGC is set in the VM's environment;
+	// setGC is debug.SetGCPercent.
+	envGC() bool
+	setGC(int) int
 	// collect runs a garbage collection.
 	collect()
 	// readHeap reads, in one go, the heap the last collection found live and
@@ -127,6 +156,11 @@ func newGoRuntime() *goRuntime {
 
 func (*goRuntime) envLimit() (string, bool) { return os.LookupEnv("GOMEMLIMIT") }
 func (*goRuntime) setLimit(n int64) int64   { return debug.SetMemoryLimit(n) }
+func (*goRuntime) envGC() bool {
+	_, ok := os.LookupEnv("GOGC")
+	return ok
+}
+func (*goRuntime) setGC(n int) int { return debug.SetGCPercent(n) }
 func (*goRuntime) collect()                 { runtime.GC() }
 func (r *goRuntime) readHeap() (live, inUse uint64) {
 	rtmetrics.Read(r.sample)
@@ -189,6 +223,26 @@ const (
 	memFull
 	memNever
 )
+
+// Compiling makes the collector run often (StartGCPercent) while the rule
+// sets compile, and returns the function that sets the steady value
+// (memory.gc_percent) when they are built; with GOGC in the VM's
+// environment, the environment's value. Without the memory guard's
+// options (WithMemory) it changes nothing.
+func (g *Guard) Compiling() (done func()) {
+	rt := g.mem.rt
+	if rt == nil {
+		return func() {}
+	}
+	prev := rt.setGC(StartGCPercent)
+	return func() {
+		if rt.envGC() {
+			rt.setGC(prev)
+			return
+		}
+		rt.setGC(g.mem.cfg.GCPercent)
+	}
+}
 
 // start sets the budget and the runtime's memory limit, and measures the
 // baseline. It fails when the rule sets already take the whole budget.

@@ -19,6 +19,9 @@ type fakeRuntime struct {
 	env      string
 	hasEnv   bool
 	collects int
+	gc       int   // the GOGC in force
+	gcSets   []int // every setGC
+	gcEnv    bool  // GOGC in the environment
 }
 
 func (r *fakeRuntime) envLimit() (string, bool) { return r.env, r.hasEnv }
@@ -37,6 +40,13 @@ func (r *fakeRuntime) collect() {
 	}
 }
 func (r *fakeRuntime) readHeap() (live, inUse uint64) { return r.heap, r.heap + r.garbage }
+func (r *fakeRuntime) envGC() bool                    { return r.gcEnv }
+func (r *fakeRuntime) setGC(n int) int {
+	old := r.gc
+	r.gc = n
+	r.gcSets = append(r.gcSets, n)
+	return old
+}
 
 const mib = 1 << 20
 
@@ -310,15 +320,16 @@ func TestParseMemoryConfig(t *testing.T) {
 		{`{"max_heap_bytes": "1GiB"}`, `memory.max_heap_bytes: got "1GiB"`},
 		{`{"body_reserve_factor": -1}`, "memory.body_reserve_factor: got -1, want an integer from 0 to 64"},
 		{`{"stream_reserve_bytes": 1.5}`, "memory.stream_reserve_bytes: got 1.5"},
-		{`{"max_heap": 1}`, `memory: unknown key "max_heap", want one of max_heap_bytes, stream_reserve_bytes, body_reserve_factor`},
+		{`{"max_heap": 1}`, `memory: unknown key "max_heap", want one of max_heap_bytes, stream_reserve_bytes, body_reserve_factor, gc_percent`},
+		{`{"gc_percent": 0}`, "memory.gc_percent: got 0, want an integer from 10 to 1000"},
 		{`[1]`, "memory: got [1], want an object"},
 	} {
 		if _, err := ParseMemoryConfig([]byte(tc.in)); err == nil || !strings.HasPrefix(err.Error(), tc.err) {
 			t.Errorf("ParseMemoryConfig(%s): got %v, want an error starting %q", tc.in, err, tc.err)
 		}
 	}
-	c, err := ParseMemoryConfig([]byte(`{"max_heap_bytes": 536870912, "stream_reserve_bytes": 0, "body_reserve_factor": 4}`))
-	if err != nil || c != (MemoryConfig{MaxHeapBytes: 512 * mib, StreamReserveBytes: 0, BodyReserveFactor: 4}) {
+	c, err := ParseMemoryConfig([]byte(`{"max_heap_bytes": 536870912, "stream_reserve_bytes": 0, "body_reserve_factor": 4, "gc_percent": 50}`))
+	if err != nil || c != (MemoryConfig{MaxHeapBytes: 512 * mib, StreamReserveBytes: 0, BodyReserveFactor: 4, GCPercent: 50}) {
 		t.Errorf("valid config: %+v, %v", c, err)
 	}
 }
@@ -380,6 +391,8 @@ func TestParseMemoryConfig_bounds(t *testing.T) {
 		{`{"stream_reserve_bytes": 0}`, true}, {`{"stream_reserve_bytes": -1}`, false},
 		{`{"body_reserve_factor": 64}`, true}, {`{"body_reserve_factor": 65}`, false},
 		{`{"body_reserve_factor": 0}`, true},
+		{`{"gc_percent": 10}`, true}, {`{"gc_percent": 9}`, false},
+		{`{"gc_percent": 1000}`, true}, {`{"gc_percent": 1001}`, false},
 	} {
 		if _, err := ParseMemoryConfig([]byte(tc.in)); (err == nil) != tc.ok {
 			t.Errorf("ParseMemoryConfig(%s): %v, want accepted %v", tc.in, err, tc.ok)
@@ -413,4 +426,37 @@ func TestMemory_neverFitsBoundary(t *testing.T) {
 	if _, act := memStream(g, h, inner, cl(exact+1)); act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 413 {
 		t.Fatalf("one byte more: action %v, replies %+v, want 413", act, h.replies)
 	}
+}
+
+// TestGuard_compiling: while the rule sets compile the collector runs at
+// StartGCPercent, then at memory.gc_percent; GOGC in the environment wins
+// after the start.
+func TestGuard_compiling(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   string
+		env   bool
+		after int
+	}{
+		{"default", `{}`, false, DefaultGCPercent},
+		{"configured", `{"gc_percent": 50}`, false, 50},
+		{"GOGC set", `{"gc_percent": 50}`, true, 300},
+	} {
+		mc, err := ParseMemoryConfig([]byte(c.cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := &fakeRuntime{gc: 300, gcEnv: c.env}
+		g := New(Config{}, newFakeProcess().store(""), WithMemory(mc), withMemRuntime(rt))
+		done := g.Compiling()
+		if rt.gc != StartGCPercent {
+			t.Errorf("%s: GOGC %d while compiling, want %d", c.name, rt.gc, StartGCPercent)
+		}
+		done()
+		if rt.gc != c.after {
+			t.Errorf("%s: GOGC %d after, want %d", c.name, rt.gc, c.after)
+		}
+	}
+	// Without the memory options nothing is touched.
+	New(Config{}, newFakeProcess().store("")).Compiling()()
 }

@@ -121,12 +121,15 @@ func TestAdmission_memory(t *testing.T) {
 		t.Errorf("budget gauge added by a VM with GOMEMLIMIT=300MiB: %d, want %d", got, 300<<20)
 	}
 
-	// The CRS alone takes tens of MiB of heap.
+	// The CRS alone takes more than 4 MiB of heap (about 14 MiB; the
+	// smallest max_heap_bytes, 16 MiB, is above it, so GOMEMLIMIT sets
+	// this budget).
 	_, err = m.NewVM(context.Background(), wasmhost.PluginConfig{
 		Name: "waf", RootID: "waf", VMID: "vmres",
-		Configuration: []byte(`{"directives_map": {"crs": ["Include @crs-setup-conf", "Include @owasp_crs/*.conf"]}, "default_directives": "crs", "memory": {"max_heap_bytes": 16777216}}`),
+		Configuration: []byte(`{"directives_map": {"crs": ["Include @crs-setup-conf", "Include @owasp_crs/*.conf"]}, "default_directives": "crs"}`),
+		Env:           [][2]string{{"GOMEMLIMIT", "4MiB"}},
 	})
-	const want = "memory: memory.max_heap_bytes (16777216) is not above the heap the rule sets already use"
+	const want = "memory: GOMEMLIMIT (4194304 bytes) is not above the heap the rule sets already use"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("a budget under the rule sets' heap: error %v, want one containing %q", err, want)
 	}

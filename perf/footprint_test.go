@@ -1,0 +1,87 @@
+package perf
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/wafguard/wafguard/internal/benchreq"
+	"github.com/wafguard/wafguard/internal/plugintest"
+	"github.com/wafguard/wafguard/v8host"
+)
+
+// BenchmarkWasm_footprint measures what one VM holds, on the engine
+// $WAFGUARD_ENGINE names (wazero, the default, or v8): its linear memory
+// after the VM start with the CRS (start-MiB) and after one pass over the
+// bench's pool (pool-MiB); on V8 also the start of a second VM in the same
+// process (later-VM-s), what every Envoy worker pays when a new plugin
+// configuration arrives, beside the first (first-VM-s). Each iteration is
+// a fresh VM (a fresh Node process on V8); run it with -benchtime 1x to
+// 3x: a VM start takes seconds.
+func BenchmarkWasm_footprint(b *testing.B) {
+	pool, err := benchreq.DefaultPool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchreq.Select(pool, "mix")
+	var startMiB, poolMiB, firstS, laterS float64
+	for b.Loop() {
+		if os.Getenv("WAFGUARD_ENGINE") == "v8" {
+			first, later, start, after := v8Footprint(b, reqs)
+			firstS += first.Seconds()
+			laterS += later.Seconds()
+			startMiB += float64(start) / (1 << 20)
+			poolMiB += float64(after) / (1 << 20)
+			continue
+		}
+		t0 := time.Now()
+		vm := wazeroVM{startVM(b, b.Context(), "")}
+		firstS += time.Since(t0).Seconds()
+		startMiB += float64(vm.memory(b)) / (1 << 20)
+		for _, r := range reqs {
+			if got := vm.exchange(b, r); got != r.WantStatus {
+				b.Fatalf("%s %s: status %d, want %d", r.Method, r.Path, got, r.WantStatus)
+			}
+		}
+		poolMiB += float64(vm.memory(b)) / (1 << 20)
+		vm.vm.Close()
+	}
+	n := float64(b.N)
+	b.ReportMetric(startMiB/n, "start-MiB")
+	b.ReportMetric(poolMiB/n, "pool-MiB")
+	b.ReportMetric(firstS/n, "first-VM-s")
+	if laterS > 0 {
+		b.ReportMetric(laterS/n, "later-VM-s")
+	}
+}
+
+// v8Footprint starts a Node process, a first VM and a second one, and
+// runs the pool through the first.
+func v8Footprint(b *testing.B, reqs []*benchreq.Request) (first, later time.Duration, start, after uint64) {
+	plugintest.Read(b)
+	e, err := v8host.Start(v8host.Options{Wasm: plugintest.Path(), Stderr: os.Stderr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	cfg := v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
+	t0 := time.Now()
+	vm, err := e.NewVM(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	first = time.Since(t0)
+	t1 := time.Now()
+	if _, err := e.NewVM(cfg); err != nil {
+		b.Fatal(err)
+	}
+	later = time.Since(t1)
+	v := v8VM{e, vm}
+	start = v.memory(b)
+	for _, r := range reqs {
+		if got := v.exchange(b, r); got != r.WantStatus {
+			b.Fatalf("%s %s: status %d, want %d", r.Method, r.Path, got, r.WantStatus)
+		}
+	}
+	return first, later, start, v.memory(b)
+}
