@@ -161,7 +161,7 @@ func (*goRuntime) envGC() bool {
 	return ok
 }
 func (*goRuntime) setGC(n int) int { return debug.SetGCPercent(n) }
-func (*goRuntime) collect()                 { runtime.GC() }
+func (*goRuntime) collect()        { runtime.GC() }
 func (r *goRuntime) readHeap() (live, inUse uint64) {
 	rtmetrics.Read(r.sample)
 	total, released := value(r.sample[1]), value(r.sample[2])
