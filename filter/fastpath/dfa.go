@@ -349,11 +349,13 @@ func (s *sparseSet) add(x uint32) bool {
 }
 
 // compileProg compiles expr as regexp.Compile does (Perl syntax,
-// simplified), for the automaton.
+// simplified), for the automaton, with its counted repeats flattened
+// (flattenRepeats): the same strings match, and the compiler does not
+// recurse once per optional copy.
 func compileProg(expr string) (*syntax.Prog, error) {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return nil, err
 	}
-	return syntax.Compile(re.Simplify())
+	return syntax.Compile(flattenRepeats(re).Simplify())
 }

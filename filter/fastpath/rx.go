@@ -9,6 +9,7 @@ import (
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"rsc.io/binaryregexp"
+	bsyntax "rsc.io/binaryregexp/syntax"
 )
 
 // rx is the @rx operator: RE2 syntax with (?sm) prepended, the flags
@@ -129,27 +130,55 @@ func capture(tx plugintypes.TransactionState, n int, pos func(int) (int, int), v
 }
 
 // byteRx matches patterns that name bytes which are not valid UTF-8 (such
-// as \xff) byte by byte, as the built-in operator does.
+// as \xff) byte by byte, as the built-in operator does. The pattern is
+// parsed when the rule is built (where a bad one is refused); it is
+// compiled on first use: flattened (see flattenByteRepeats) for the yes/no
+// answer, as written for captures.
 type byteRx struct {
-	re *binaryregexp.Regexp
+	*compiledByteRx
+}
+
+type compiledByteRx struct {
+	expr               string
+	flat               string // expr with its counted repeats flattened
+	matchOnce, capOnce sync.Once
+	match, capture     *binaryregexp.Regexp
+}
+
+func (c *compiledByteRx) matcher() *binaryregexp.Regexp {
+	c.matchOnce.Do(func() { c.match = binaryregexp.MustCompile(c.flat) })
+	return c.match
+}
+
+func (c *compiledByteRx) capturer() *binaryregexp.Regexp {
+	c.capOnce.Do(func() { c.capture = binaryregexp.MustCompile(c.expr) })
+	return c.capture
 }
 
 func newByteRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	expr := opts.Arguments
 	v, err := memoize(opts.Memoizer, "wafguard:rxbytes:"+expr, func() (any, error) {
-		return binaryregexp.Compile(expr)
+		re, err := bsyntax.Parse(expr, bsyntax.Perl)
+		if err != nil {
+			// The error binaryregexp.Compile gives.
+			return nil, err
+		}
+		return &compiledByteRx{expr: expr, flat: flattenByteRepeats(re).String()}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &byteRx{re: v.(*binaryregexp.Regexp)}, nil
+	return &byteRx{v.(*compiledByteRx)}, nil
 }
 
 func (o *byteRx) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if !tx.Capturing() {
-		return o.re.MatchString(value)
+		return o.matcher().MatchString(value)
 	}
-	m := o.re.FindStringSubmatchIndex(value)
+	if !o.matcher().MatchString(value) {
+		return false
+	}
+	m := o.capturer().FindStringSubmatchIndex(value)
 	if m == nil {
 		return false
 	}
