@@ -2,8 +2,8 @@ package perf
 
 import (
 	"context"
-	"os"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
