@@ -67,12 +67,23 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCritical(err.Error())
 		return types.OnPluginStartStatusFailed
 	}
+	if p.waf.NeedsTicks() && !p.guard.Ticking() {
+		if err := proxywasm.SetTickPeriodMilliSeconds(filterTickMS); err != nil {
+			proxywasm.LogCritical("setting the tick period: " + err.Error())
+			return types.OnPluginStartStatusFailed
+		}
+	}
 	return types.OnPluginStartStatusOK
 }
+
+// filterTickMS is the tick period the filter asks for when the admission
+// guard sets none.
+const filterTickMS = 1000
 
 // OnTick implements types.PluginContext.
 func (p *pluginContext) OnTick() {
 	p.guard.OnTick()
+	p.waf.OnTick()
 }
 
 // NewHttpContext implements types.PluginContext.

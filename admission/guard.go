@@ -187,6 +187,10 @@ func (g *Guard) Start() error {
 	return nil
 }
 
+// Ticking reports whether Start set a tick period (the cap or the memory
+// guard is on), so that the plugin's OnTick runs.
+func (g *Guard) Ticking() bool { return g.enabled && (g.capOn || g.mem.on) }
+
 // OnTick publishes the VM's live heap (with the memory guard on) and this
 // member's heartbeat and counts, and removes members whose heartbeat is
 // older than stale_after_ms, returning their slots. Call it from the

@@ -49,6 +49,18 @@ type Config struct {
 	// cannot match before Coraza evaluates the rest (filter/preselect);
 	// nil gives true, false evaluates every rule.
 	RulePreselection *bool `json:"rule_preselection"`
+	// HoldHeadersUntilInspected pauses the request headers of a request
+	// whose body the WAF reads, and the response headers of a response
+	// whose body it reads, until the body's phase has decided: the
+	// upstream sees nothing of a request the WAF blocks, and a response
+	// blocked in phase 4 is answered with the block reply instead of a
+	// reset. It needs allow_on_headers_stop_iteration: true in Envoy's
+	// wasm PluginConfig (Envoy 1.35+); see hold.go.
+	HoldHeadersUntilInspected bool `json:"hold_headers_until_inspected"`
+	// HoldHeadersTimeoutMS bounds, until Envoy has shown that it delivers
+	// bodies while headers are held, how long a stream may wait for its
+	// first body callback; nil gives DefaultHoldHeadersTimeoutMS.
+	HoldHeadersTimeoutMS *int `json:"hold_headers_timeout_ms"`
 
 	// ops is the validated form of the keys above, built by Validate.
 	ops operability

@@ -37,6 +37,7 @@ const (
 	// removed.
 	metricPreselectKept    = "waf_filter.tx.preselect_kept"
 	metricPreselectRemoved = "waf_filter.preselect.removed"
+	metricHoldTimeouts = "waf_filter.hold.timeouts"
 )
 
 type interruptionKey struct {
@@ -63,6 +64,10 @@ type metrics struct {
 
 	preselectKept    proxywasm.MetricHistogram
 	preselectRemoved proxywasm.MetricCounter
+
+	// holdTimeouts counts the streams answered 500 because their held
+	// headers got no body callback in time (hold.go).
+	holdTimeouts proxywasm.MetricCounter
 
 	// ruleTopN bounds ruleMatches; ruleOther takes every other rule id.
 	ruleTopN    int
@@ -100,6 +105,7 @@ func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 		wafTime:          proxywasm.DefineHistogramMetric(metricWAFTime + l),
 		preselectKept:    proxywasm.DefineHistogramMetric(metricPreselectKept + l),
 		preselectRemoved: proxywasm.DefineCounterMetric(metricPreselectRemoved + l),
+		holdTimeouts:     proxywasm.DefineCounterMetric(metricHoldTimeouts + l),
 		ruleTopN:         ruleTopN,
 		ruleMatches:      make(map[int]proxywasm.MetricCounter, ruleTopN),
 		ruleOther:        proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
 	"github.com/wafguard/wafguard/internal/jsonstrict"
@@ -25,7 +26,16 @@ const (
 	// SecRequestBodyNoFilesLimit).
 	DefaultRequestBodyNoFilesLimit = 1 << 20
 
-	maxRuleMetricsTopN     = 1000
+	// DefaultHoldHeadersTimeoutMS is how long, with
+	// hold_headers_until_inspected, a stream whose headers the plugin
+	// holds may wait for its first body callback before the plugin takes
+	// it that Envoy delivers none (allow_on_headers_stop_iteration not
+	// set) and answers it 500.
+	DefaultHoldHeadersTimeoutMS = 3000
+
+	minHoldHeadersTimeoutMS = 100
+	maxHoldHeadersTimeoutMS = 600000
+	maxRuleMetricsTopN      = 1000
 	maxRequestJSONMaxDepth = 100000
 	maxNoFilesLimit        = 1 << 40
 	maxDenyBody            = 64 << 10
@@ -48,6 +58,10 @@ type operability struct {
 	rawTypes []string
 	// deny maps a rule set name to its custom reply.
 	deny map[string]*denyResponse
+	// holdHeaders is hold_headers_until_inspected, holdTimeout
+	// hold_headers_timeout_ms.
+	holdHeaders bool
+	holdTimeout time.Duration
 }
 
 // denyResponse is one rule set's custom deny reply, built at plugin start so
@@ -76,6 +90,14 @@ func (c *Config) validateOperability() error {
 		ruleTopN:     DefaultRuleMetricsTopN,
 		jsonMaxDepth: DefaultRequestJSONMaxDepth,
 		noFilesLimit: DefaultRequestBodyNoFilesLimit,
+		holdHeaders:  c.HoldHeadersUntilInspected,
+		holdTimeout:  DefaultHoldHeadersTimeoutMS * time.Millisecond,
+	}
+	if n := c.HoldHeadersTimeoutMS; n != nil {
+		if *n < minHoldHeadersTimeoutMS || *n > maxHoldHeadersTimeoutMS {
+			return fmt.Errorf("hold_headers_timeout_ms: got %d, want %d to %d (milliseconds)", *n, minHoldHeadersTimeoutMS, maxHoldHeadersTimeoutMS)
+		}
+		ops.holdTimeout = time.Duration(*n) * time.Millisecond
 	}
 	if n := c.RuleMetricsTopN; n != nil {
 		if *n < 0 || *n > maxRuleMetricsTopN {

@@ -20,6 +20,11 @@ type Plugin struct {
 	// logBuf is the scratch buffer of the JSON transaction log; a VM runs
 	// one callback at a time, so one buffer per plugin is enough.
 	logBuf []byte
+	// held are the streams whose held headers are watched, by context id,
+	// until holdSeen: a body callback came while headers were held
+	// (hold.go).
+	held     map[uint32]*stream
+	holdSeen bool
 }
 
 // hostRules is what a request's authority selects: a compiled rule set and
@@ -78,5 +83,5 @@ func (p *Plugin) rulesFor(authority string) *hostRules {
 // factory of types.PluginContext.NewHttpContext. The Coraza transaction is
 // created when the request headers arrive.
 func (p *Plugin) NewHttpContext(contextID uint32) types.HttpContext {
-	return &stream{plugin: p}
+	return &stream{plugin: p, id: contextID}
 }

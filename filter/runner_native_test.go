@@ -25,7 +25,13 @@ import (
 //     without running the plugin again;
 //   - a local reply sent from the response body, after the headers went
 //     downstream, resets the stream (outcome status 0);
-//   - the response phase only runs when the request was released upstream.
+//   - the response phase only runs when the request was released upstream;
+//   - headers the plugin pauses (hold_headers_until_inspected) are held
+//     with the body: with allow_on_headers_stop_iteration (envoyConfig)
+//     the body callbacks still come, and a body callback that continues
+//     releases both; without it no body callback comes, which the plugin
+//     only ends from its tick, through proxy_set_effective_context, which
+//     the emulator does not honour: such an exchange ends stuck.
 //
 // Body accumulation while a body callback pauses is the emulator's own. The
 // emulator keeps request headers readable in every phase, unlike Envoy; the
@@ -44,7 +50,12 @@ var nativeProperties = [][2]string{
 	{"request\x00protocol", "HTTP/1.1"},
 }
 
-func (nativeRunner) load(t testing.TB, config string) (loadedPlugin, error) {
+func (r nativeRunner) load(t testing.TB, config string) (loadedPlugin, error) {
+	t.Helper()
+	return r.loadEnvoy(t, config, envoyConfig{})
+}
+
+func (nativeRunner) loadEnvoy(t testing.TB, config string, env envoyConfig) (loadedPlugin, error) {
 	t.Helper()
 	opt := proxytest.NewEmulatorOption().
 		WithVMContext(&testVM{}).
@@ -58,12 +69,13 @@ func (nativeRunner) load(t testing.TB, config string) (loadedPlugin, error) {
 		reset()
 		return nil, errors.New(strings.Join(lines, "\n"))
 	}
-	return &nativePlugin{host: host, reset: reset}, nil
+	return &nativePlugin{host: host, reset: reset, env: env}, nil
 }
 
 type nativePlugin struct {
 	host  proxytest.HostEmulator
 	reset func()
+	env   envoyConfig
 }
 
 func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
@@ -81,19 +93,27 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 	if lr := h.GetSentLocalResponse(id); lr != nil {
 		return p.finish(t, id, p.localReplyFromRequest(t, id, lr))
 	}
-	if action != types.ActionContinue {
-		t.Errorf("request headers: got action %v, want Continue (the filter never holds headers)", action)
-	}
 	// released: every byte the client sent so far went upstream (the last
-	// callback continued; a paused body is held in full).
+	// callback continued; a paused body is held in full, and so are
+	// paused headers).
 	released = action == types.ActionContinue
+	out.upstreamHeaders = released
+	if !released && ex.body != nil && !p.env.stopIteration {
+		// The headers are held with the body: Envoy delivers no body
+		// callback until the plugin resumes.
+		p.finish(t, id, outcome{})
+		return outcome{stuck: true}
+	}
 	for i, chunk := range ex.body {
 		last := i == len(ex.body)-1 && !ex.reset
 		action = h.CallOnRequestBody(id, chunk, last)
 		if lr := h.GetSentLocalResponse(id); lr != nil {
-			return p.finish(t, id, p.localReplyFromRequest(t, id, lr))
+			o := p.localReplyFromRequest(t, id, lr)
+			o.upstreamHeaders = out.upstreamHeaders
+			return p.finish(t, id, o)
 		}
 		released = action == types.ActionContinue
+		out.upstreamHeaders = out.upstreamHeaders || released
 	}
 	if ex.reset {
 		// The client went away before the end of its request: the
@@ -102,7 +122,7 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 	}
 	if !released {
 		t.Errorf("request: the filter still holds the request at its end (last action %v)", action)
-		return p.finish(t, id, outcome{})
+		return p.finish(t, id, outcome{upstreamHeaders: out.upstreamHeaders})
 	}
 	out.upstream = true
 
@@ -120,8 +140,13 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 		out.body = append([]byte(nil), lr.Data...)
 		return p.finish(t, id, out)
 	}
-	if action != types.ActionContinue {
-		t.Errorf("response headers: got action %v, want Continue", action)
+	held := action != types.ActionContinue
+	if held && (ex.respBody == nil || !p.env.stopIteration) {
+		if ex.respBody == nil {
+			t.Errorf("response headers: got action %v for a response without a body, want Continue", action)
+		}
+		p.finish(t, id, outcome{})
+		return outcome{stuck: true, upstream: true, upstreamHeaders: true}
 	}
 	out.status = status
 	out.headers = h.GetCurrentResponseHeaders(id)
@@ -129,8 +154,19 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 		last := i == len(ex.respBody)-1
 		action = h.CallOnResponseBody(id, chunk, last)
 		if lr := h.GetSentLocalResponse(id); lr != nil {
+			if held {
+				// The headers are still held: the reply replaces
+				// the response.
+				out.status, out.localReply = int(lr.StatusCode), true
+				out.headers = append([][2]string{{":status", strconv.Itoa(int(lr.StatusCode))}}, lr.Headers...)
+				out.body = append([]byte(nil), lr.Data...)
+				return p.finish(t, id, out)
+			}
 			// The headers are gone: Envoy resets the stream.
-			return p.finish(t, id, outcome{upstream: true})
+			return p.finish(t, id, outcome{upstream: true, upstreamHeaders: true})
+		}
+		if action == types.ActionContinue {
+			held = false
 		}
 		if action == types.ActionContinue {
 			out.body = append(out.body, h.GetCurrentResponseBody(id)...)

@@ -47,6 +47,15 @@ type outcome struct {
 	// upstream is true when the whole request (headers and every body
 	// byte) was released to the upstream.
 	upstream bool
+	// upstreamHeaders is true when the request headers were released to
+	// the upstream (Envoy's router sends them at once), even if the
+	// request was answered locally afterwards: the upstream then saw the
+	// request reset.
+	upstreamHeaders bool
+	// stuck: the stream stalled with headers held and no body callback
+	// to come, and the runner could not run the plugin's tick into it
+	// (the native emulator; see nativeRunner).
+	stuck bool
 	// headers and body are what the client received.
 	headers [][2]string
 	body    []byte
@@ -54,10 +63,20 @@ type outcome struct {
 
 // runner loads plugin configurations.
 type runner interface {
-	// load starts a plugin with the JSON configuration. When the plugin
-	// refuses to start, load returns an error whose text holds the plugin's
-	// critical log lines.
+	// load starts a plugin with the JSON configuration, in an Envoy with
+	// the default settings. When the plugin refuses to start, load
+	// returns an error whose text holds the plugin's critical log lines.
 	load(t testing.TB, config string) (loadedPlugin, error)
+	// loadEnvoy is load in an Envoy set up as env says.
+	loadEnvoy(t testing.TB, config string, env envoyConfig) (loadedPlugin, error)
+}
+
+// envoyConfig is what a case sets of Envoy's configuration.
+type envoyConfig struct {
+	// stopIteration is the wasm PluginConfig's
+	// allow_on_headers_stop_iteration (Envoy 1.35+): body callbacks come
+	// while the plugin holds the headers.
+	stopIteration bool
 }
 
 // loadedPlugin is one started plugin on one VM.

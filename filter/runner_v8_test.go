@@ -67,24 +67,31 @@ func (v *v8VM) drain(t testing.TB) {
 
 func (r *v8Runner) load(t testing.TB, config string) (loadedPlugin, error) {
 	t.Helper()
+	return r.loadEnvoy(t, config, envoyConfig{})
+}
+
+func (r *v8Runner) loadEnvoy(t testing.TB, config string, env envoyConfig) (loadedPlugin, error) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v, ok := r.vms[config]
+	key := fmt.Sprintf("%+v\n%s", env, config)
+	v, ok := r.vms[key]
 	if !ok {
-		vm, err := r.e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config)})
+		vm, err := r.e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config),
+			AllowOnHeadersStopIteration: env.stopIteration})
 		if err != nil {
 			// The host's error holds the plugin's log lines.
 			return nil, criticalError(strings.Split(err.Error(), "\n"), err)
 		}
 		v = &v8VM{vm: vm}
-		r.vms[config] = v
+		r.vms[key] = v
 	}
 	v.drain(t)
 	m, err := r.e.Metrics()
 	if err != nil {
 		return nil, err
 	}
-	return &v8Plugin{r: r, v: v, logStart: len(v.log), base: m, config: config}, nil
+	return &v8Plugin{r: r, v: v, logStart: len(v.log), base: m, config: key}, nil
 }
 
 type v8Plugin struct {
@@ -119,7 +126,7 @@ func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 		p.r.mu.Unlock()
 	}
 	p.filterState = res.FilterState
-	out := outcome{upstream: res.Upstream}
+	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders}
 	if res.Reset || res.Status == 0 {
 		return out
 	}

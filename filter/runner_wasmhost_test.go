@@ -76,25 +76,31 @@ func (v *wasmVM) sink(e wasmhost.LogEntry) {
 
 func (r *wasmRunner) load(t testing.TB, config string) (loadedPlugin, error) {
 	t.Helper()
+	return r.loadEnvoy(t, config, envoyConfig{})
+}
+
+func (r *wasmRunner) loadEnvoy(t testing.TB, config string, env envoyConfig) (loadedPlugin, error) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v, ok := r.vms[config]
+	key := fmt.Sprintf("%+v\n%s", env, config)
+	v, ok := r.vms[key]
 	if ok && v.vm.Failed() {
 		v.vm.Close()
-		delete(r.vms, config)
+		delete(r.vms, key)
 		ok = false
 	}
 	if !ok {
 		v = &wasmVM{host: wasmhost.NewHost(wasmhost.HostOptions{})}
 		vm, err := r.m.NewVM(context.Background(), wasmhost.PluginConfig{
 			Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(config),
-			Host: v.host, LogSink: v.sink,
+			Host: v.host, LogSink: v.sink, AllowOnHeadersStopIteration: env.stopIteration,
 		})
 		if err != nil {
 			return nil, criticalError(v.log, err)
 		}
 		v.vm = vm
-		r.vms[config] = v
+		r.vms[key] = v
 	}
 	p := &wasmPlugin{v: v, base: map[string]uint64{}}
 	v.mu.Lock()
@@ -130,7 +136,7 @@ func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 	})
 	res := p.v.vm.Exchange(context.Background(), req, up)
 	p.filterState = res.FilterState
-	out := outcome{upstream: res.Upstream}
+	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders}
 	if res.Reset || res.Status == 0 {
 		return out
 	}

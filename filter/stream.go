@@ -42,6 +42,7 @@ const statusFailClosed = 500
 type stream struct {
 	types.DefaultHttpContext
 	plugin *Plugin
+	id     uint32 // the context id
 	tx     ctypes.Transaction
 
 	protocol string
@@ -55,6 +56,10 @@ type stream struct {
 	// replied is set once the filter sent a local reply: the response
 	// callbacks that follow then see that reply, which is not inspected.
 	replied bool
+	// reqHeld and respHeld are set while the filter holds the headers
+	// until the body is inspected (hold.go), since heldSince.
+	reqHeld, respHeld bool
+	heldSince         time.Time
 
 	// rules is the rule set chosen by :authority.
 	rules *hostRules
@@ -169,7 +174,9 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 		// body callback and the upstream gets nothing on a block.
 		return s.finishRequestBody()
 	}
-	return types.ActionContinue
+	// The body follows: the headers go on now, or with the body once
+	// phase 2 passed it in hold mode (hold.go).
+	return s.heldAction(false)
 }
 
 // OnHttpRequestBody implements types.HttpContext. It buffers the body (Pause)
@@ -178,6 +185,9 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action {
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
+	}
+	if s.reqHeld {
+		s.bodyWhileHeld()
 	}
 	s.enter()
 	defer s.addTime(time.Now())
@@ -222,14 +232,20 @@ func (s *stream) OnHttpRequestTrailers(int) types.Action {
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
+	if s.reqHeld {
+		s.bodyWhileHeld()
+	}
 	s.enter()
 	defer s.addTime(time.Now())
 	return s.finishRequestBody()
 }
 
-// finishRequestBody evaluates phase 2.
+// finishRequestBody evaluates phase 2. Held request headers go on with
+// the body when it returns Continue.
 func (s *stream) finishRequestBody() types.Action {
 	s.reqDone = true
+	s.reqHeld = false
+	s.unwatch()
 	it, err := s.tx.ProcessRequestBody()
 	if err != nil {
 		proxywasm.LogError("waf: processing the request body: " + err.Error())
@@ -286,15 +302,21 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 	if endOfStream || !tx.IsResponseBodyAccessible() || !tx.IsResponseBodyProcessable() {
 		return s.finishResponseBody()
 	}
-	return types.ActionContinue
+	// The body will be inspected: the headers go downstream now, or with
+	// the body once phase 4 passed it in hold mode (hold.go).
+	return s.heldAction(true)
 }
 
 // OnHttpResponseBody implements types.HttpContext, like OnHttpRequestBody
-// for phase 4. The response headers are already on their way to the client,
-// so an interruption here can only end the stream: see interrupt.
+// for phase 4. Unless the filter holds them (hold.go), the response headers
+// are already on their way to the client, so an interruption here can only
+// end the stream: see interrupt.
 func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action {
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
+	}
+	if s.respHeld {
+		s.bodyWhileHeld()
 	}
 	defer s.addTime(time.Now())
 	if bodySize > s.respBodySeen {
@@ -327,13 +349,19 @@ func (s *stream) OnHttpResponseTrailers(int) types.Action {
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
 	}
+	if s.respHeld {
+		s.bodyWhileHeld()
+	}
 	defer s.addTime(time.Now())
 	return s.finishResponseBody()
 }
 
-// finishResponseBody evaluates phase 4.
+// finishResponseBody evaluates phase 4. Held response headers go on with
+// the body when it returns Continue.
 func (s *stream) finishResponseBody() types.Action {
 	s.respDone = true
+	s.respHeld = false
+	s.unwatch()
 	it, err := s.tx.ProcessResponseBody()
 	if err != nil {
 		proxywasm.LogError("waf: processing the response body: " + err.Error())
@@ -349,6 +377,7 @@ func (s *stream) finishResponseBody() types.Action {
 // OnHttpStreamDone implements types.HttpContext. It runs the logging phase
 // and closes the transaction, however the stream ended.
 func (s *stream) OnHttpStreamDone() {
+	s.unwatch()
 	tx := s.tx
 	if tx == nil {
 		return
@@ -391,9 +420,11 @@ func yieldToGC() {
 // Where the reply can go depends on the phase (Envoy's sendLocalReply):
 // from the request path and from the response headers it replaces the
 // response; from the response body the headers already went downstream, so
-// Envoy resets the stream instead (the client sees a truncated response), or
-// answers with the reply if a later filter still holds the headers.
+// Envoy resets the stream instead (the client sees a truncated response),
+// unless the filter holds them (hold_headers_until_inspected) or a later
+// filter does: then the reply replaces the response.
 func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
+	s.unwatch()
 	s.replied = true
 	s.reqDone, s.respDone = true, true
 	s.plugin.metrics.countInterruption(it.RuleID, p)
@@ -437,6 +468,7 @@ func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
 
 // failClosed answers a stream the filter could not inspect with a 500.
 func (s *stream) failClosed() types.Action {
+	s.unwatch()
 	s.replied = true
 	s.reqDone, s.respDone = true, true
 	s.action, s.finalStatus = actionFailClosed, statusFailClosed

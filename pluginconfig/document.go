@@ -25,7 +25,8 @@ type document struct {
 
 // keys lists the top-level keys, for error messages.
 const keys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, " +
-	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection"
+	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, " +
+	"hold_headers_until_inspected, hold_headers_timeout_ms"
 
 // decode decodes the document strictly: one object, no unknown keys,
 // nothing after it. Empty data (or only whitespace) is the empty document.
@@ -99,10 +100,12 @@ func describeType(field string) string {
 		return "an object of authorities to directives_map names"
 	case "metric_labels":
 		return "an object of strings to strings"
-	case "json_log", "rule_preselection":
+	case "json_log", "rule_preselection", "hold_headers_until_inspected":
 		return "true or false"
 	case "rule_metrics_top_n", "request_json_max_depth", "request_body_no_files_limit":
 		return "a non-negative integer"
+	case "hold_headers_timeout_ms":
+		return "an integer number of milliseconds"
 	case "raw_body_content_types":
 		return `a list of media types, e.g. ["application/octet-stream"]`
 	case "deny_response":

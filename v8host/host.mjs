@@ -68,6 +68,9 @@ class VM {
     this.configReadable = false;
     this.tickMS = 0;
     this.failed = false;
+    // allow_on_headers_stop_iteration (Envoy 1.35+): a pause on headers
+    // holds only the headers, and body callbacks keep coming.
+    this.allowStopIteration = !!cfg.allow_on_headers_stop_iteration;
     this.instance = new WebAssembly.Instance(wasmModule, { wasi_snapshot_preview1: this.wasi(), env: this.proxy() });
     this.ex = this.instance.exports;
   }
@@ -387,6 +390,11 @@ class VM {
     if (this.tickMS > 0) {
       this.eff = this.rootID;
       this.call("proxy_on_tick", this.rootID);
+      // A local reply sent from the tick (to a stream made effective)
+      // goes out now, as Envoy's would.
+      for (const st of this.streams.values()) {
+        if (st.pendingReply !== null) st.reply();
+      }
     }
   }
 
@@ -406,6 +414,9 @@ class Stream {
     this.pendingReply = null;
     this.out = { status: 0, headers: [], body: [], localReply: false, upstream: false, details: "", reset: false };
     this.respStatus = 0;
+    // reqHdrsOut: the request headers went upstream (Envoy's router
+    // sends them once the filter lets them continue).
+    this.reqHdrsOut = false;
   }
   dir(isResp) {
     return isResp ? this.resp : this.req;
@@ -481,6 +492,9 @@ class Stream {
         released.push(d.buf);
         d.buf = new Uint8Array(0);
         d.mode = "none";
+        // Continue also releases headers the filter held.
+        if (isResp) this.respHdrsOut = true;
+        else this.reqHdrsOut = true;
       } else if (a === 1) {
         d.mode = "buffer";
         if (d.buf.length > bufferLimit) return { overflow: true, released };
@@ -504,10 +518,17 @@ class Stream {
       return false;
     }
     this.invoke("proxy_on_context_create", this.vm.rootID);
-    this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
+    const ha = this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
     if (this.vm.failed) this.failReply();
     else if (this.pendingReply !== null) this.reply(); // the upstream never sees the request
     else {
+      const held = !(ha === 0 || ha === 2);
+      if (!held) this.reqHdrsOut = true;
+      if (held && reqBody.length > 0 && !this.vm.allowStopIteration) {
+        // A pause on headers holds the body back as well: no body
+        // callback until the plugin resumes or answers (from a tick).
+        return "stuck";
+      }
       const r = reqBody.length > 0 ? this.body(false, reqBody) : { done: true };
       if (this.vm.failed) this.failReply();
       else if (r.replied) this.reply();
@@ -533,7 +554,9 @@ class Stream {
     this.respHdrsOut = this.pendingReply === null && (ha === 0 || ha === 2);
     if (this.vm.failed) this.failReply();
     else if (this.pendingReply !== null) this.reply();
-    else {
+    else if (!this.respHdrsOut && rb.length > 0 && !this.vm.allowStopIteration) {
+      return "stuck";
+    } else {
       const r2 = rb.length > 0 ? this.body(true, rb) : { done: true, released: [] };
       if (this.vm.failed) this.failReply();
       else if (r2.replied) this.reply();
@@ -546,6 +569,30 @@ class Stream {
         this.out.body = rb.length > 0 ? r2.released : [];
       }
     }
+  }
+  // settle waits, running the VM's ticks, until a stream that stalled
+  // with its headers held is answered (a local reply from the tick), as
+  // Envoy would leave it; after 30 s it answers 408 as Envoy's stream idle
+  // timeout does. It resolves with the stream ended.
+  settle() {
+    const started = Date.now();
+    return new Promise((resolve) => {
+      const poll = () => {
+        if (this.out.localReply || this.out.reset || this.vm.failed || Date.now() - started > 30000) {
+          if (!this.out.localReply && !this.out.reset && !this.vm.failed) {
+            this.pendingReply = { status: 408, details: "stream_idle_timeout", body: enc.encode("stream timeout"), headers: [], grpc: -1 };
+            this.reply();
+          }
+          if (this.vm.failed) this.failReply();
+          this.end();
+          resolve(this.result());
+          return;
+        }
+        this.vm.tick();
+        setTimeout(poll, Math.max(10, Math.min(this.vm.tickMS || 100, 100)));
+      };
+      setTimeout(poll, 10);
+    });
   }
   // end runs proxy_on_log, proxy_on_done and proxy_on_delete.
   end() {
@@ -564,6 +611,7 @@ class Stream {
       status: out.status,
       local_reply: out.localReply,
       upstream: out.upstream,
+      upstream_headers: this.reqHdrsOut,
       reset: out.reset,
       details: out.details,
       headers: out.headers,
@@ -670,7 +718,9 @@ function handle(req) {
       const ex = req.exchange;
       const st = new Stream(vm, ex);
       vm.streams.set(st.id, st);
-      if (st.request(ex)) st.response(ex.resp_status, ex.resp_headers, ex.resp_body);
+      let r = st.request(ex);
+      if (r === true) r = st.response(ex.resp_status, ex.resp_headers, ex.resp_body);
+      if (r === "stuck") return st.settle();
       st.end();
       return st.result();
     }
@@ -682,6 +732,7 @@ function handle(req) {
       const st = new Stream(vm, ex);
       vm.streams.set(st.id, st);
       const open = st.request(ex);
+      if (open === "stuck") return st.settle().then((r) => ({ ...r, open: false }));
       if (!open) st.end();
       return { ...st.result(), open };
     }
@@ -769,7 +820,12 @@ function front(vm, up, agent, req, res, body) {
   };
   const st = new Stream(vm, ex);
   vm.streams.set(st.id, st);
-  if (!st.request(ex)) {
+  const r = st.request(ex);
+  if (r === "stuck") {
+    st.settle().then(() => reply(res, st.out));
+    return;
+  }
+  if (!r) {
     st.end();
     reply(res, st.out);
     return;
@@ -783,7 +839,10 @@ function front(vm, up, agent, req, res, body) {
     ures.on("data", (c) => got.push(c));
     ures.on("end", () => {
       const b = Buffer.concat(got);
-      st.response(ures.statusCode, headerPairs(ures.rawHeaders), b.length > 0 ? [b] : []);
+      if (st.response(ures.statusCode, headerPairs(ures.rawHeaders), b.length > 0 ? [b] : []) === "stuck") {
+        st.settle().then(() => reply(res, st.out));
+        return;
+      }
       st.end();
       reply(res, st.out);
     });

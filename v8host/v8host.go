@@ -229,6 +229,13 @@ type PluginConfig struct {
 	Configuration      []byte
 	// Env is vm_config.environment_variables.
 	Env [][2]string
+	// AllowOnHeadersStopIteration is the wasm PluginConfig's
+	// allow_on_headers_stop_iteration (Envoy 1.35+): a pause on headers
+	// holds only the headers, and body callbacks keep coming. Without it a
+	// pause on headers holds the body back too, and a stream that stalls
+	// so ends only by a local reply the plugin sends from its tick (or
+	// Envoy's stream idle timeout: 408 after 30 s here).
+	AllowOnHeadersStopIteration bool
 }
 
 // VM is one plugin VM in the Engine.
@@ -243,7 +250,8 @@ func (e *Engine) NewVM(cfg PluginConfig) (*VM, error) {
 	var r struct {
 		VM int `json:"vm"`
 	}
-	c := map[string]any{"name": cfg.Name, "root_id": cfg.RootID, "vm_id": cfg.VMID, "configuration": cfg.Configuration, "env": cfg.Env}
+	c := map[string]any{"name": cfg.Name, "root_id": cfg.RootID, "vm_id": cfg.VMID, "configuration": cfg.Configuration, "env": cfg.Env,
+		"allow_on_headers_stop_iteration": cfg.AllowOnHeadersStopIteration}
 	if err := e.call(map[string]any{"op": "start", "config": c}, &r); err != nil {
 		return nil, err
 	}
@@ -271,13 +279,16 @@ type Exchange struct {
 
 // Result is what the client and the upstream saw.
 type Result struct {
-	Status     int         `json:"status"`
-	LocalReply bool        `json:"local_reply"`
-	Upstream   bool        `json:"upstream"`
-	Reset      bool        `json:"reset"`
-	Details    string      `json:"details"`
-	Headers    [][2]string `json:"headers"`
-	Body       []byte      `json:"body"`
+	Status     int  `json:"status"`
+	LocalReply bool `json:"local_reply"`
+	Upstream   bool `json:"upstream"`
+	// UpstreamHeaders says that the request headers went upstream, even
+	// if a local reply followed (the upstream then saw a reset).
+	UpstreamHeaders bool        `json:"upstream_headers"`
+	Reset           bool        `json:"reset"`
+	Details         string      `json:"details"`
+	Headers         [][2]string `json:"headers"`
+	Body            []byte      `json:"body"`
 	// Failed says that the VM has trapped (in this exchange or before).
 	Failed bool `json:"failed"`
 	// FilterState is what the plugin stored with proxy_set_property,

@@ -54,6 +54,11 @@ type Result struct {
 	// Upstream is true when the whole request (headers and every body
 	// byte) was released to the upstream.
 	Upstream bool
+	// UpstreamHeaders is true when the request headers were released to
+	// the upstream, which Envoy's router sends them to at once, even if
+	// the request was answered locally later (the upstream then sees the
+	// request reset).
+	UpstreamHeaders bool
 	// Reset is true when the stream was reset instead of answered.
 	Reset bool
 	// Complete is true when the response reached end of stream.
@@ -746,9 +751,10 @@ func (s *Stream) result() Result {
 	r.Trailers = copyHeaders(s.resp.trlOut)
 	r.Complete = s.resp.complete
 	r.Upstream = s.req.complete && !s.replying
+	r.UpstreamHeaders = s.req.hdrsOut
 	r.Details = s.details
 	if s.reset {
-		r = Result{Reset: true, Details: s.details, Upstream: r.Upstream}
+		r = Result{Reset: true, Details: s.details, Upstream: r.Upstream, UpstreamHeaders: r.UpstreamHeaders}
 	}
 	if len(s.props) > 0 {
 		r.FilterState = make(map[string]string, len(s.props))
