@@ -37,7 +37,7 @@ const (
 	// removed.
 	metricPreselectKept    = "waf_filter.tx.preselect_kept"
 	metricPreselectRemoved = "waf_filter.preselect.removed"
-	metricHoldTimeouts = "waf_filter.hold.timeouts"
+	metricHoldTimeouts     = "waf_filter.hold.timeouts"
 )
 
 type interruptionKey struct {

@@ -36,9 +36,9 @@ const (
 	minHoldHeadersTimeoutMS = 100
 	maxHoldHeadersTimeoutMS = 600000
 	maxRuleMetricsTopN      = 1000
-	maxRequestJSONMaxDepth = 100000
-	maxNoFilesLimit        = 1 << 40
-	maxDenyBody            = 64 << 10
+	maxRequestJSONMaxDepth  = 100000
+	maxNoFilesLimit         = 1 << 40
+	maxDenyBody             = 64 << 10
 )
 
 // Statuses of the replies the filter sends for its own body checks.
