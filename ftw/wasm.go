@@ -29,6 +29,9 @@ type WasmOptions struct {
 	// CacheDir is wazero's compilation cache; empty means
 	// wasmhost.DefaultCacheDir().
 	CacheDir string
+	// AllowOnHeadersStopIteration is Envoy's flag of that name, which the
+	// plugin's hold_headers_until_inspected needs.
+	AllowOnHeadersStopIteration bool
 }
 
 // WasmHost is the plugin served by the wasmhost package in this process,
@@ -75,8 +78,9 @@ func StartWasm(ctx context.Context, o WasmOptions) (*WasmHost, error) {
 		// As in envoy/envoy.yaml: a trapped VM is rebuilt, so one trap
 		// fails the tests it hits and the run goes on. Critical counts
 		// the traps.
-		FailurePolicy: wasmhost.FailReload,
-		Env:           o.Env,
+		FailurePolicy:               wasmhost.FailReload,
+		Env:                         o.Env,
+		AllowOnHeadersStopIteration: o.AllowOnHeadersStopIteration,
 		LogSink: func(e wasmhost.LogEntry) {
 			if e.Level >= wasmhost.LevelCritical {
 				w.critical.Add(1)

@@ -51,6 +51,24 @@ func Check(data []byte) error {
 	return errors.Join(errs...)
 }
 
+// Notes returns what an operator must set outside the plugin
+// configuration for it to work as configured, one line each: with
+// hold_headers_until_inspected, Envoy's allow_on_headers_stop_iteration.
+// A configuration that does not decode has none.
+func Notes(data []byte) []string {
+	doc, err := decode(data)
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	if doc.HoldHeadersUntilInspected {
+		notes = append(notes, "hold_headers_until_inspected is true: set allow_on_headers_stop_iteration: true in the wasm filter's plugin config "+
+			"(envoy.extensions.wasm.v3.PluginConfig, Envoy 1.35+; an Istio WasmPlugin cannot set it). "+
+			"Without it Envoy delivers no body while the plugin holds the headers, and the plugin answers those requests 500 after hold_headers_timeout_ms")
+	}
+	return notes
+}
+
 // Errors splits an error returned by Check into its problems, one per line
 // of output.
 func Errors(err error) []error {

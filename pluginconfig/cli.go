@@ -13,7 +13,8 @@ import (
 // --config FILE (or a lone FILE argument; "-" is standard input), prints
 // each problem of Check on its own line to stderr, prefixed with the file
 // name, and returns the exit status: 0 when the plugin would start, 1 when
-// there are problems, 2 for usage and read errors.
+// there are problems, 2 for usage and read errors. A configuration that
+// starts may come with notes (Notes), printed to stdout before "ok".
 func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,6 +48,9 @@ func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	if len(problems) != 0 {
 		fmt.Fprintf(stderr, "%s: %d problem(s); the plugin would refuse this configuration\n", path, len(problems))
 		return 1
+	}
+	for _, n := range Notes(data) {
+		fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return 0

@@ -18,6 +18,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,6 +52,7 @@ type options struct {
 	vmEnv                            stringList
 	shard                            string
 	debug, runIgnored                bool
+	holdHeaders                      bool
 }
 
 func main() {
@@ -67,6 +69,7 @@ func main() {
 	flag.Var(&o.vmEnv, "vm-env", "`KEY=VALUE` for the VM's environment, as vm_config.environment_variables (repeatable)")
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "wazero compilation cache (default: the wasmhost default); \"off\" turns it off")
 	flag.StringVar(&o.shard, "shard", "", "run part i/n of the tests (set by -workers for its child processes)")
+	flag.BoolVar(&o.holdHeaders, "hold-headers", false, "run with hold_headers_until_inspected on (added to -config), in a host with allow_on_headers_stop_iteration, as that mode needs")
 	flag.BoolVar(&o.debug, "debug", false, "go-ftw debug log on stderr")
 	flag.BoolVar(&o.runIgnored, "run-ignored", false, "run only the tests ftw.yml ignores, and list those that pass (stale entries)")
 	flag.Parse()
@@ -101,6 +104,17 @@ func main() {
 	if res.Failed > 0 && !o.runIgnored {
 		os.Exit(1)
 	}
+}
+
+// withHoldHeaders adds "hold_headers_until_inspected": true to a plugin
+// configuration.
+func withHoldHeaders(config []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(config, &m); err != nil {
+		return nil, err
+	}
+	m["hold_headers_until_inspected"] = json.RawMessage("true")
+	return json.Marshal(m)
 }
 
 func fatalf(format string, args ...any) {
@@ -139,6 +153,11 @@ func run(ctx context.Context, o options) (*ftw.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-config: %w", err)
 	}
+	if o.holdHeaders {
+		if config, err = withHoldHeaders(config); err != nil {
+			return nil, fmt.Errorf("-config %s: %w", o.config, err)
+		}
+	}
 	name := "0"
 	if o.shard != "" {
 		i, n, err := parseShard(o.shard)
@@ -168,7 +187,8 @@ func run(ctx context.Context, o options) (*ftw.Result, error) {
 	}
 	h, err := ftw.StartWasm(ctx, ftw.WasmOptions{
 		Wasm: wasm, Config: config, VMs: o.vms, CacheDir: o.cacheDir, Env: env,
-		LogFile: filepath.Join(dir, "host-"+name+".log"),
+		LogFile:                     filepath.Join(dir, "host-"+name+".log"),
+		AllowOnHeadersStopIteration: o.holdHeaders,
 	})
 	if err != nil {
 		return nil, err
@@ -217,6 +237,9 @@ func runShards(ctx context.Context, o options) (*ftw.Result, error) {
 		}
 		if o.runIgnored {
 			args = append(args, "-run-ignored")
+		}
+		if o.holdHeaders {
+			args = append(args, "-hold-headers")
 		}
 		cmd := exec.CommandContext(ctx, self, args...)
 		stdout, waitOut := prefixWriter(os.Stdout, i, n)
