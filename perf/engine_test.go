@@ -58,7 +58,8 @@ func startV8VM(tb testing.TB) v8VM {
 	}
 	tb.Cleanup(func() { e.Close() })
 	t0 := time.Now()
-	vm, err := e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()})
+	vm, err := e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv(),
+		AllowOnHeadersStopIteration: holdHeaders()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -18,13 +18,21 @@ var requests = benchreq.Requests()
 
 // crsConfig is the built-in rule set: recommended settings, blocking, CRS,
 // with the rule preselection; PERF_RULE_PRESELECTION=false turns it off,
-// to measure the plugin without it beside the plugin with it.
+// to measure the plugin without it beside the plugin with it, and
+// PERF_HOLD_HEADERS=1 turns hold_headers_until_inspected on (the VMs then
+// get allow_on_headers_stop_iteration, see holdHeaders).
 func crsConfig() string {
 	if os.Getenv("PERF_RULE_PRESELECTION") == "false" {
 		return `{"rule_preselection": false}`
 	}
+	if holdHeaders() {
+		return `{"hold_headers_until_inspected": true}`
+	}
 	return `{}`
 }
+
+// holdHeaders reports whether PERF_HOLD_HEADERS asks for the hold mode.
+func holdHeaders() bool { return os.Getenv("PERF_HOLD_HEADERS") == "1" }
 
 var info = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationAddress: "10.0.0.1:8080", Protocol: "HTTP/1.1"}
 
@@ -77,6 +85,7 @@ func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
 	}
 	tb.Cleanup(func() { m.Close(context.Background()) })
 	vm, err := m.NewVM(ctx, wasmhost.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv(),
+		AllowOnHeadersStopIteration: holdHeaders(),
 		LogSink: func(e wasmhost.LogEntry) {
 			// Errors (a trap's message among them) show with
 			// the failure they explain.
