@@ -2,6 +2,7 @@ package perf
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,6 +54,63 @@ func BenchmarkWasm_footprint(b *testing.B) {
 	if laterS > 0 {
 		b.ReportMetric(laterS/n, "later-VM-s")
 	}
+}
+
+// BenchmarkWasm_footprintV8Workers is one Envoy process on V8 with
+// $PERF_WORKERS worker threads (default 4): workers + 1 VMs with the CRS
+// in one Node process (Envoy runs one VM per worker and one on the main
+// thread), the pool once through each worker VM. It reports the linear
+// memory of all VMs (VMs-MiB) and the Node process's resident memory
+// (node-RSS-MiB), which adds what the engine itself holds (compiled code,
+// JIT state, Node's own heap).
+func BenchmarkWasm_footprintV8Workers(b *testing.B) {
+	workers := 4
+	if v := os.Getenv("PERF_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("PERF_WORKERS=%q: want a positive integer", v)
+		}
+		workers = n
+	}
+	pool, err := benchreq.DefaultPool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := benchreq.Select(pool, "mix")
+	plugintest.Read(b)
+	var vmsMiB, rssMiB float64
+	for b.Loop() {
+		e, err := v8host.Start(v8host.Options{Wasm: plugintest.Path(), Stderr: os.Stderr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
+		var total uint64
+		for i := range workers + 1 {
+			vm, err := e.NewVM(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := v8VM{e, vm}
+			if i > 0 { // the main thread's VM serves no stream
+				for _, r := range reqs {
+					if got := v.exchange(b, r); got != r.WantStatus {
+						b.Fatalf("%s %s: status %d, want %d", r.Method, r.Path, got, r.WantStatus)
+					}
+				}
+			}
+			total += v.memory(b)
+		}
+		rss, err := e.RSS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		vmsMiB += float64(total) / (1 << 20)
+		rssMiB += float64(rss) / (1 << 20)
+		e.Close()
+	}
+	b.ReportMetric(vmsMiB/float64(b.N), "VMs-MiB")
+	b.ReportMetric(rssMiB/float64(b.N), "node-RSS-MiB")
 }
 
 // v8Footprint starts a Node process, a first VM and a second one, and

@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -151,6 +152,22 @@ func (e *Engine) call(req map[string]any, out any) error {
 		return nil
 	}
 	return json.Unmarshal(line, out)
+}
+
+// RSS returns the resident memory of the Node process, in bytes (VmRSS of
+// /proc/<pid>/status).
+func (e *Engine) RSS() (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("v8host: no VmRSS in the process status")
 }
 
 // CPU returns the CPU time the Node process has used so far (user and
