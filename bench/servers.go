@@ -124,24 +124,31 @@ func writeConfig(env *Env, s *Server, data []byte) (string, error) {
 	return cfg, os.WriteFile(cfg, data, 0o644)
 }
 
+// plugin returns the module a plugin server runs and the path of its
+// configuration: the pass-through plugin with an empty one for the server
+// passID, else main.wasm with the bench's.
+func plugin(s *Server, env *Env, passID string) (wasm, cfg string, err error) {
+	wasm, data := env.MainWasm, []byte("{}")
+	if s.ID == passID {
+		wasm = env.PassWasm
+	} else if data, err = pluginConfig(s.MaxInflight); err != nil {
+		return "", "", err
+	}
+	if wasm == "" {
+		return "", "", fmt.Errorf("%s: no plugin binary", s.ID)
+	}
+	cfg, err = writeConfig(env, s, data)
+	return wasm, cfg, err
+}
+
 func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if env.WafhostBin == "" {
 		return nil, fmt.Errorf("%s: the Go host binary is not built (cmd/wafhost missing?)", s.ID)
 	}
-	wasm, cfgData := env.MainWasm, []byte(nil)
-	if s.ID == IDWasmPass {
-		wasm = env.PassWasm
-		cfgData = []byte("{}")
-	} else {
-		var err error
-		if cfgData, err = pluginConfig(s.MaxInflight); err != nil {
-			return nil, err
-		}
+	wasm, cfg, err := plugin(s, env, IDWasmPass)
+	if err != nil {
+		return nil, err
 	}
-	if wasm == "" {
-		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
-	}
-	cfg, err := writeConfig(env, s, cfgData)
 	if err != nil {
 		return nil, err
 	}
@@ -170,19 +177,10 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if _, err := v8host.NodePath(); err != nil {
 		return nil, err
 	}
-	wasm, cfgData := env.MainWasm, []byte("{}")
-	if s.ID == IDWasmPassV8 {
-		wasm = env.PassWasm
-	} else {
-		var err error
-		if cfgData, err = pluginConfig(s.MaxInflight); err != nil {
-			return nil, err
-		}
+	wasm, cfg, err := plugin(s, env, IDWasmPassV8)
+	if err != nil {
+		return nil, err
 	}
-	if wasm == "" {
-		return nil, fmt.Errorf("%s: no plugin binary", s.ID)
-	}
-	cfg, err := writeConfig(env, s, cfgData)
 	if err != nil {
 		return nil, err
 	}

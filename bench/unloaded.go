@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -53,12 +52,10 @@ func MeasureUnloaded(ctx context.Context, pool *Pool, baseURL string, waf bool, 
 				return nil, err
 			}
 			r := &pool.Requests[i]
-			req, err := http.NewRequestWithContext(ctx, r.Method, baseURL+r.Path, bytes.NewReader(r.Body))
+			req, err := httpRequest(ctx, baseURL, r)
 			if err != nil {
 				return nil, err
 			}
-			req.Header = r.HTTPHeader()
-			req.Host = Host
 			start := time.Now()
 			resp, err := client.Do(req)
 			if err != nil {

@@ -30,12 +30,10 @@ func Verify(ctx context.Context, baseURL string, pool *Pool, timeout time.Durati
 	v := &Verification{Kinds: map[string]Outcome{}}
 	for i := range pool.Requests {
 		r := &pool.Requests[i]
-		req, err := http.NewRequestWithContext(ctx, r.Method, baseURL+r.Path, bytes.NewReader(r.Body))
+		req, err := httpRequest(ctx, baseURL, r)
 		if err != nil {
 			return nil, err
 		}
-		req.Header = r.HTTPHeader()
-		req.Host = Host
 		var o Outcome
 		status := 0
 		resp, err := client.Do(req)
@@ -84,4 +82,16 @@ func (v *Verification) Err(server string) error {
 		fmt.Fprintf(&b, "\n  #%d %s: status %d for %.160s", m.Index, m.Kind, m.Status, m.Key)
 	}
 	return fmt.Errorf("%s", b.String())
+}
+
+// httpRequest is pool request r to the server at baseURL, with the pool's
+// Host.
+func httpRequest(ctx context.Context, baseURL string, r *Request) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, r.Method, baseURL+r.Path, bytes.NewReader(r.Body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = r.HTTPHeader()
+	req.Host = Host
+	return req, nil
 }

@@ -31,17 +31,8 @@ import (
 // is no prefilter). newPMSet learns those bytes by asking the library
 // about each one-byte value.
 type pmSet struct {
-	// root is the state after reading each byte in the start state (0):
-	// 0 again, pmHit, or another state.
-	root [256]uint32
-	// The transitions of state s are edges[first[s]:first[s+1]], each the
-	// target state<<8 | the lower-cased byte (pmHit<<8 for a pattern end);
-	// state 0 has none (root holds its transitions).
-	first []uint32
-	edges []uint32
-	// fail is, for each state, the state of its longest proper suffix that
-	// is a state (the Aho-Corasick failure link).
-	fail []uint32
+	// The automaton; pmHit is the state after a pattern's last byte.
+	acTable
 	// empty is set when one of the patterns is empty; the verdict is then
 	// taken from anyOf alone.
 	empty bool
@@ -86,6 +77,48 @@ func (t *trie) child(n int32, c byte) int32 {
 		}
 	}
 	return -1
+}
+
+// breadthFirst walks the trie breadth first from the root and computes
+// the Aho-Corasick failure link of every node it reaches: the node of the
+// longest proper suffix of its path that is a path of the trie. For each
+// child k, once fail[k] is known, queue(k, fail) says whether to walk on
+// from k. It returns the links, the nodes reached in order (the root
+// first), and the root's child on each byte (-1 for none).
+func (t *trie) breadthFirst(queue func(k int32, fail []int32) bool) (fail, order []int32, rootKid [256]int32) {
+	fail = make([]int32, len(t.label))
+	for c := range rootKid {
+		rootKid[c] = -1
+	}
+	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
+		rootKid[t.label[k]] = k
+	}
+	// goTo is the node after byte c from node m on the failure path.
+	goTo := func(m int32, c byte) int32 {
+		for m != 0 {
+			if k := t.child(m, c); k >= 0 {
+				return k
+			}
+			m = fail[m]
+		}
+		if k := rootKid[c]; k >= 0 {
+			return k
+		}
+		return 0
+	}
+	order = []int32{0}
+	for qi := 0; qi < len(order); qi++ {
+		m := order[qi]
+		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+			if m != 0 {
+				fail[k] = goTo(fail[m], t.label[k])
+			}
+			if queue(k, fail) {
+				order = append(order, k)
+			}
+		}
+	}
+	return fail, order, rootKid
 }
 
 // newPMSet builds the decision of the library's automaton for patterns,
@@ -153,43 +186,14 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 	// ends a pattern, itself or through its failure links (hit). Only the
 	// nodes that do not are states; the children of a hit are never
 	// reached.
-	n := len(t.label)
-	fail := make([]int32, n)
-	hit := make([]bool, n)
-	id := make([]uint32, n)
-	var rootKid [256]int32
-	for c := range rootKid {
-		rootKid[c] = -1
-	}
-	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
-		rootKid[t.label[k]] = k
-	}
-	// goTo is the node after byte c from node m on the failure path.
-	goTo := func(m int32, c byte) int32 {
-		for m != 0 {
-			if k := t.child(m, c); k >= 0 {
-				return k
-			}
-			m = fail[m]
-		}
-		if k := rootKid[c]; k >= 0 {
-			return k
-		}
-		return 0
-	}
-	queue := []int32{0}
-	for qi := 0; qi < len(queue); qi++ {
-		m := queue[qi]
+	hit := make([]bool, len(t.label))
+	fail, queue, rootKid := t.breadthFirst(func(k int32, fail []int32) bool {
+		hit[k] = t.end[k] || hit[fail[k]]
+		return !hit[k]
+	})
+	id := make([]uint32, len(t.label))
+	for qi, m := range queue {
 		id[m] = uint32(qi)
-		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
-			if m != 0 {
-				fail[k] = goTo(fail[m], t.label[k])
-			}
-			hit[k] = t.end[k] || hit[fail[k]]
-			if !hit[k] {
-				queue = append(queue, k)
-			}
-		}
 	}
 	target := func(k int32) uint32 {
 		if hit[k] {
@@ -247,16 +251,31 @@ func (s *pmSet) match(value string) bool {
 	return false
 }
 
+// acTable is an Aho-Corasick automaton over ASCII-lower-cased bytes, its
+// states numbered breadth first from 0, the start.
+type acTable struct {
+	// root is the state after reading each byte in the start state.
+	root [256]uint32
+	// The transitions of state s are edges[first[s]:first[s+1]], each the
+	// target state<<8 | the lower-cased byte; state 0 has none (root
+	// holds its transitions).
+	first []uint32
+	edges []uint32
+	// fail is, for each state, the state of its longest proper suffix that
+	// is a state (the failure link).
+	fail []uint32
+}
+
 // next is the state after byte c in state st (not 0).
-func (s *pmSet) next(st uint32, c byte) uint32 {
+func (a *acTable) next(st uint32, c byte) uint32 {
 	lc := uint32(asciiLower(c))
 	for st != 0 {
-		for _, e := range s.edges[s.first[st]:s.first[st+1]] {
+		for _, e := range a.edges[a.first[st]:a.first[st+1]] {
 			if e&0xff == lc {
 				return e >> 8
 			}
 		}
-		st = s.fail[st]
+		st = a.fail[st]
 	}
-	return s.root[c]
+	return a.root[c]
 }

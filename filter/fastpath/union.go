@@ -20,11 +20,7 @@ import (
 // literals ends there. A value holding U+212A or U+017F, which fold to
 // ASCII letters, may match every filter, as mayMatch says.
 type Union struct {
-	// root is the state after each byte read in the start state (0).
-	root [256]uint32
-	// The transitions of state s are edges[first[s]:first[s+1]], each
-	// target<<8 | lower-case byte; fail is the failure link of each state.
-	first, edges, fail []uint32
+	acTable
 	// outOf[s] is the set of operators (their index in the list NewUnion
 	// got) with a literal that ends at state s, itself or through its
 	// failure links: sets[outOf[s]*words:][:words], a bit set; set 0 is
@@ -88,32 +84,11 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 	}
 	// Breadth first: failure links, and the outputs of each state, its
 	// own and its failure link's (computed before it).
+	fail, queue, rootKid := t.breadthFirst(func(int32, []int32) bool { return true })
 	n := len(t.label)
-	fail := make([]int32, n)
-	var rootKid [256]int32
-	for c := range rootKid {
-		rootKid[c] = -1
-	}
-	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
-		rootKid[t.label[k]] = k
-	}
-	goTo := func(m int32, c byte) int32 {
-		for m != 0 {
-			if k := t.child(m, c); k >= 0 {
-				return k
-			}
-			m = fail[m]
-		}
-		if k := rootKid[c]; k >= 0 {
-			return k
-		}
-		return 0
-	}
-	queue := []int32{0}
 	id := make([]uint32, n)
 	outs := make([][]uint16, n)
-	for qi := 0; qi < len(queue); qi++ {
-		m := queue[qi]
+	for qi, m := range queue {
 		id[m] = uint32(qi)
 		outs[m] = ends[m]
 		if m != 0 {
@@ -122,12 +97,6 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 					outs[m] = append(outs[m], o)
 				}
 			}
-		}
-		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
-			if m != 0 {
-				fail[k] = goTo(fail[m], t.label[k])
-			}
-			queue = append(queue, k)
 		}
 	}
 	u.words = (len(ops) + 63) / 64
@@ -199,20 +168,6 @@ func (u *Union) Scan(value string, hits []uint64) bool {
 		}
 	}
 	return any
-}
-
-// next is the state after byte c in state st (not 0).
-func (u *Union) next(st uint32, c byte) uint32 {
-	lc := uint32(asciiLower(c))
-	for st != 0 {
-		for _, e := range u.edges[u.first[st]:u.first[st+1]] {
-			if e&0xff == lc {
-				return e >> 8
-			}
-		}
-		st = u.fail[st]
-	}
-	return u.root[c]
 }
 
 // Size is the memory the automaton holds, in bytes.

@@ -527,14 +527,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 		if st.rules[r.idx] != inBatch || (r.multi && !changed) {
 			continue
 		}
-		var m bool
-		if s := r.slot; s >= 0 {
-			h := st.hitsOf(pp, scan, value)
-			m = h[s>>6]&(1<<(s&63)) != 0 && r.confirm(value)
-		} else {
-			m = r.judge(value)
-		}
-		if m != r.negated {
+		if st.judges(pp, r, value, scan) {
 			st.match(r)
 		}
 	}
@@ -542,18 +535,41 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 		if st.open[c.idx] == 0 || c.vars&bit == 0 {
 			continue
 		}
-		out, changed, err := c.fn(value)
-		if err != nil {
-			// Coraza keeps the previous value when a transformation
-			// fails (corazawaf.Rule.transformArg).
-			out, changed = value, false
-		}
-		k := scan
-		if out != value && !(c.lower && isASCII(value)) {
-			k = st.newScan(pp)
-		}
+		out, changed, k := st.step(pp, c, value, scan)
 		st.visit(pp, c, out, changed, vi, k)
 	}
+}
+
+// step transforms value by child c's transformation and returns the
+// result, whether the transformation changed it, and the union scan that
+// stands for the result: the parent's when the value is the same, or only
+// the case of an ASCII value changed (the literal filters ignore ASCII
+// case), else a new one.
+func (st *txState) step(pp *phasePlan, c *node, value string, scan int) (string, bool, int) {
+	out, changed, err := c.fn(value)
+	if err != nil {
+		// Coraza keeps the previous value when a transformation fails
+		// (corazawaf.Rule.transformArg).
+		out, changed = value, false
+	}
+	if out != value && !(c.lower && isASCII(value)) {
+		scan = st.newScan(pp)
+	}
+	return out, changed, scan
+}
+
+// judges reports whether trie rule r matches value (the value of union
+// scan scan): an @rx rule the union stands for runs its automaton only
+// when its literal filter may match.
+func (st *txState) judges(pp *phasePlan, r *srule, value string, scan int) bool {
+	var m bool
+	if s := r.slot; s >= 0 {
+		h := st.hitsOf(pp, scan, value)
+		m = h[s>>6]&(1<<(s&63)) != 0 && r.confirm(value)
+	} else {
+		m = r.judge(value)
+	}
+	return m != r.negated
 }
 
 // match records that trie rule r of the pass matches a value.
@@ -573,14 +589,7 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
 			continue
 		}
-		var m bool
-		if s := r.slot; s >= 0 {
-			h := st.hitsOf(pp, scan, value)
-			m = h[s>>6]&(1<<(s&63)) != 0 && r.confirm(value)
-		} else {
-			m = r.judge(value)
-		}
-		if m != r.negated {
+		if st.judges(pp, r, value, scan) {
 			st.seen[r.idx] = st.valueGen
 			st.found = append(st.found, int32(r.idx))
 		}
@@ -589,14 +598,7 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 		if st.all[c.idx] == 0 || c.vars&bit == 0 {
 			continue
 		}
-		out, changed, err := c.fn(value)
-		if err != nil {
-			out, changed = value, false
-		}
-		k := scan
-		if out != value && !(c.lower && isASCII(value)) {
-			k = st.newScan(pp)
-		}
+		out, changed, k := st.step(pp, c, value, scan)
 		st.visitAll(pp, c, out, changed, vi, k)
 	}
 }
