@@ -69,6 +69,18 @@ func (t *trie) add(label byte) int32 {
 	return int32(len(t.label) - 1)
 }
 
+// addChild adds a node on byte c as n's last child and returns it.
+func (t *trie) addChild(n int32, c byte) int32 {
+	k := t.add(c)
+	if l := t.last[n]; l >= 0 {
+		t.sibling[l] = k
+	} else {
+		t.kids[n] = k
+	}
+	t.last[n] = k
+	return k
+}
+
 // child is the child of n on byte c, -1 when there is none.
 func (t *trie) child(n int32, c byte) int32 {
 	for k := t.kids[n]; k >= 0; k = t.sibling[k] {
@@ -168,14 +180,7 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 				n = k
 				continue
 			}
-			k := t.add(p[i])
-			if l := t.last[n]; l >= 0 {
-				t.sibling[l] = k
-			} else {
-				t.kids[n] = k
-			}
-			t.last[n] = k
-			n = k
+			n = t.addChild(n, p[i])
 		}
 		// A pattern with another as a prefix adds nothing: the search
 		// stops at the shorter one.

@@ -66,13 +66,7 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 				c := lit[j]
 				k := t.child(n, c)
 				if k < 0 {
-					k = t.add(c)
-					if l := t.last[n]; l >= 0 {
-						t.sibling[l] = k
-					} else {
-						t.kids[n] = k
-					}
-					t.last[n] = k
+					k = t.addChild(n, c)
 				}
 				n = k
 			}
