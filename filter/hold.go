@@ -61,9 +61,7 @@ func (s *stream) bodyWhileHeld() {
 
 // unwatch stops watching the stream (it ended, or was answered).
 func (s *stream) unwatch() {
-	if s.plugin.held != nil {
-		delete(s.plugin.held, s.id)
-	}
+	delete(s.plugin.held, s.id)
 }
 
 // OnTick answers the streams whose held headers got no body callback in
@@ -89,7 +87,7 @@ func (p *Plugin) OnTick() {
 		proxywasm.LogError("waf: hold_headers_until_inspected: no " + side + " body reached the plugin within " +
 			strconv.FormatInt(p.ops.holdTimeout.Milliseconds(), 10) + " ms of holding the " + side +
 			" headers; Envoy delivers none while headers are held unless allow_on_headers_stop_iteration is true in the wasm filter's plugin config (Envoy 1.35+): set it, or set hold_headers_until_inspected to false; answering 500")
-		s.plugin.metrics.holdTimeouts.Increment(1)
+		p.metrics.holdTimeouts.Increment(1)
 		s.failClosed()
 	}
 }
