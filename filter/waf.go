@@ -113,9 +113,36 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if !ok {
 		return nil, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
 	}
-	b.Finish(counted.RulesCount())
+	ix := b.Finish(counted.RulesCount())
+	if _, err := ix.Snapshot(waf); err == nil && len(ix.PreludeIDs()) != 0 {
+		// Without a prelude (err says why) every transaction evaluates
+		// the opening of phase 1 itself.
+		waf = preludeWAF{WAF: waf, ix: ix}
+	}
 	wafCache[key] = waf
 	return waf, nil
+}
+
+// preludeWAF starts each transaction past the rule set's prelude: the
+// opening rules of phase 1 that write the same TX values in every
+// transaction (preselect.Index.Start, docs/preselection.md).
+type preludeWAF struct {
+	coraza.WAF
+	ix *preselect.Index
+}
+
+// NewTransaction implements coraza.WAF.
+func (w preludeWAF) NewTransaction() types.Transaction {
+	tx := w.WAF.NewTransaction()
+	w.ix.Start(tx)
+	return tx
+}
+
+// NewTransactionWithID implements coraza.WAF.
+func (w preludeWAF) NewTransactionWithID(id string) types.Transaction {
+	tx := w.WAF.NewTransactionWithID(id)
+	w.ix.Start(tx)
+	return tx
 }
 
 // recordingFS is rulesFS that also hands every file Coraza reads to the

@@ -241,6 +241,10 @@ type directiveFacts struct {
 	// defaultsWrite: a SecDefaultAction may write TX (setvar, capture, an
 	// action of a plugin), for every rule that inherits it.
 	defaultsWrite bool
+	// defaultsOther: a SecDefaultAction has an action other than the
+	// phase, logging and disruptive ones (a ctl, say), which every rule
+	// that inherits it runs when it matches.
+	defaultsOther bool
 }
 
 // runtimeRemovals are the rules some ctl action may remove from a
@@ -350,6 +354,9 @@ func scanDirectives(texts []string) directiveFacts {
 					if w := actionWrites([]action{a}); w.any || len(w.keys) != 0 || len(w.prefixes) != 0 {
 						f.defaultsWrite = true
 					}
+					if !defaultOnly[a.name] {
+						f.defaultsOther = true
+					}
 				}
 			case "secruleupdateactionbyid":
 				ids, ok := idList(firstField(args))
@@ -386,6 +393,13 @@ func scanDirectives(texts []string) directiveFacts {
 		}
 	}
 	return f
+}
+
+// defaultOnly are the SecDefaultAction actions that change nothing for a
+// rule that has pass and nolog of its own.
+var defaultOnly = map[string]bool{
+	"phase": true, "log": true, "nolog": true, "auditlog": true, "noauditlog": true,
+	"pass": true, "block": true, "deny": true, "drop": true, "status": true,
 }
 
 func firstField(s string) string {
@@ -452,6 +466,11 @@ type Index struct {
 	Skipped map[string]int
 	// why holds the reason of each rule counted in Skipped.
 	why map[int]string
+	// prelude is the opening of phase 1 that every transaction starts
+	// past (prelude.go), nil when there is none; phase1IDs are the IDs
+	// of the rules of phase 1.
+	prelude   *prelude
+	phase1IDs []int
 }
 
 // Droppable returns the IDs of the rules the screen may remove in phase,
@@ -640,6 +659,8 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 	// When the count disagrees, some removal was not understood: a skip
 	// may then land anywhere after its rule.
 	skipToEnd := len(kept) != rulesInWAF
+	byPhase := map[types.RulePhase][]observedAt{}
+	windowed := map[int]bool{} // by position: in some skip window
 	for _, p := range screenedPhases {
 		pp := &phasePlan{root: &node{}, segs: make([]segment, segments+1)}
 		pp.nodes = append(pp.nodes, pp.root)
@@ -726,6 +747,20 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			pp.memoVar = append(pp.memoVar, memoized(v))
 		}
 		ix.plans[p] = pp
+		byPhase[p] = inPhase
+		for i, w := range window {
+			if w {
+				windowed[inPhase[i].pos] = true
+			}
+		}
+	}
+	for _, r := range byPhase[types.PhaseRequestHeaders] {
+		if r.id != 0 {
+			ix.phase1IDs = append(ix.phase1IDs, r.id)
+		}
+	}
+	if !skipToEnd {
+		ix.prelude = buildPrelude(kept, byPhase, ix.plans, windowed, facts)
 	}
 	return ix
 }
@@ -872,13 +907,11 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 		return nil, reasonNoInstance
 	}
 	sr.op = op
-	if sr.txKeys == nil {
-		judge, ok := fastpath.Judge(op)
-		if !ok {
-			return nil, reasonMacro
-		}
+	// A rule that reads TX but whose argument has no macro is judged by
+	// the same function in every transaction: it is made once, here.
+	if judge, ok := fastpath.Judge(op); ok {
 		sr.judge = judge
-	} else if !fastpath.JudgesIn(op) {
+	} else if sr.txKeys == nil || !fastpath.JudgesIn(op) {
 		return nil, reasonMacro
 	}
 	sr.idx = len(pp.rules)

@@ -2,6 +2,7 @@ package preselect
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -29,16 +30,7 @@ func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
 	b := NewBuilder()
 	text := directives
 	b.AddText(text)
-	for _, name := range []string{"@coraza.conf-recommended", "@crs-setup.conf.example"} {
-		if strings.Contains(directives, name) {
-			data, err := coreruleset.FS.(interface{ ReadFile(string) ([]byte, error) }).ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.AddText(string(data))
-		}
-	}
-	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(coreruleset.FS), b.Observe)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(recordFS{coreruleset.FS, b}), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(text))
 	b.End()
@@ -46,6 +38,21 @@ func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
 		t.Fatal(err)
 	}
 	return waf, b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+}
+
+// recordFS hands every file Coraza reads to the builder, as the filter's
+// own file system does.
+type recordFS struct {
+	fs.FS
+	b *Builder
+}
+
+func (r recordFS) ReadFile(name string) ([]byte, error) {
+	data, err := fs.ReadFile(r.FS, name)
+	if err == nil {
+		r.b.AddText(string(data))
+	}
+	return data, err
 }
 
 // TestIndex_crs checks what the index makes of the CRS: the parser agrees

@@ -1,0 +1,634 @@
+package preselect
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
+	"github.com/corazawaf/coraza/v3/types/variables"
+
+	"github.com/wafguard/wafguard/filter/fastpath"
+)
+
+// A rule set usually opens phase 1 with rules whose effect is the same in
+// every transaction: the CRS's initialisation (crs-setup.conf's SecActions
+// and REQUEST-901's "&TX:x @eq 0 -> setvar:tx.x=default" defaults, 25
+// rules) writes the same TX values each time, and reads nothing but those
+// values. The prelude is that opening: the longest run of phase-1 rules,
+// from the first, each of which is either
+//
+//   - constant: a SecAction, or a SecRule that reads only TX keys with an
+//     operator of this project's whose argument expands only TX keys; its
+//     actions pass, with nolog (no log, no audit log), without severity
+//     (which would change HIGHEST_SEVERITY) and with setvar of plain TX
+//     keys, whose values expand only TX keys; no chain, ctl, capture,
+//     skip or any other action; or
+//   - inert: a rule the screen judges on TX values alone (screen.go),
+//     which matches none of the values the constant rules leave, and whose
+//     keys no later constant rule of the run writes (so those values are
+//     the ones it reads).
+//
+// A transaction then starts with the TX values the run leaves, and without
+// its rules: Coraza evaluates neither. Since nothing in the run reads
+// anything but TX, and nothing before it runs, its rules decide and write
+// the same in every transaction: no rule reads TX in between (they are all
+// removed) and every rule after the run reads the same values.
+//
+// What the run leaves is taken from Coraza itself, once per WAF: Snapshot
+// runs a transaction in which only the constant rules are left, and reads
+// its TX collection. The inert rules are then judged on those values; if
+// one would match, the rule set has no prelude.
+//
+// Past the opening, a rule that reads only TX keys that no rule before it
+// may write but the opening's constant ones decides the same in every
+// transaction too (constantDecisions): one that never matches is removed,
+// and so is a paranoia-level gate that always jumps, with the rules it
+// jumps over.
+//
+// What differs: these rules are not among the transaction's matched rules
+// (they log nothing and have no severity), and MATCHED_VAR is the last
+// matching rule's among the others; a rule set in which a rule reads
+// MATCHED_VAR before it matches has no prelude.
+type prelude struct {
+	constant []int // IDs, in rule-set order
+	judged   []judged
+	removed  []int // every rule it stands for (after Snapshot: by ID)
+	// decided are the rules past the opening whose decision is constant;
+	// ids are the IDs of every rule of the WAF, in order.
+	decided []decision
+	ids     []int
+	single  []int // removed one by one
+	// ranges are the run's rule IDs as ID ranges holding no other rule
+	// of the WAF, each removed from a transaction with one
+	// RemoveRuleByIDRange.
+	ranges [][2]int
+	// keys and values are the TX entries the run leaves (Snapshot).
+	keys   []string
+	values [][]string
+	ready  bool
+}
+
+// preludeActions are the actions a constant rule may have.
+var preludeActions = map[string]bool{
+	"id": true, "phase": true, "pass": true, "nolog": true, "noauditlog": true, "t": true,
+	"tag": true, "ver": true, "rev": true, "msg": true, "logdata": true, "maturity": true,
+	"accuracy": true, "setvar": true,
+}
+
+// constantRule reports whether r is a constant rule (see prelude).
+func constantRule(r observed, facts directiveFacts) bool {
+	if r.id == 0 || inRanges(r.id, facts.updated) || inRanges(r.id, facts.targetsUpdated) {
+		return false
+	}
+	p := r.parsed
+	if !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+		return false
+	}
+	for _, a := range p.actions {
+		if !preludeActions[a.name] {
+			return false
+		}
+		if a.name == "setvar" && !constantSetvar(a.value) {
+			return false
+		}
+	}
+	if !p.secRule {
+		// parseRule fills actions for a SecAction only.
+		return strings.EqualFold(firstField(strings.TrimSpace(r.raw)), "secaction")
+	}
+	if len(p.targets) == 0 || !fastpath.Owns(p.opName) {
+		return false
+	}
+	for _, t := range p.targets {
+		if t.name != "TX" || t.exclusion || !plainKey(t.key) {
+			return false
+		}
+	}
+	_, ok := macroTXKeys(p.opArgs)
+	return ok
+}
+
+// constantSetvar reports whether a setvar value ("tx.key=value",
+// "tx.key=+n") writes a plain TX key with a value that expands only TX
+// keys. Deleting a key ("!tx.key") is not constant here.
+func constantSetvar(v string) bool {
+	v = strings.Trim(v, `'"`)
+	key, value, _ := strings.Cut(v, "=")
+	col, k, ok := strings.Cut(key, ".")
+	if !ok || !strings.EqualFold(col, "tx") || !plainKey(k) {
+		return false
+	}
+	_, ok = macroTXKeys(value)
+	return ok
+}
+
+// buildPrelude finds the prelude of phase 1 (inPhase: its rules in order,
+// pp: its plan) among the WAF's rules (kept). It returns nil when the rule
+// set has none, or when a directive makes it unsafe.
+func buildPrelude(kept []observedAt, byPhase map[types.RulePhase][]observedAt, plans [types.PhaseLogging + 1]*phasePlan,
+	windowed map[int]bool, facts directiveFacts) *prelude {
+	inPhase, pp := byPhase[types.PhaseRequestHeaders], plans[types.PhaseRequestHeaders]
+	if pp == nil || facts.updateAll || facts.targetsUpdateAll || facts.defaultsWrite ||
+		facts.defaultsSkip || facts.defaultsOther {
+		return nil
+	}
+	for _, r := range kept {
+		if readsMatchedVar(r.parsed) {
+			return nil
+		}
+	}
+	byPos := map[int]*srule{}
+	for _, r := range pp.rules {
+		byPos[r.pos] = r
+	}
+	p := &prelude{}
+	member := map[int]bool{}
+	var judgedAt []int // index in inPhase of each rule of p.judged
+run:
+	for i := 0; i < len(inPhase); i++ {
+		r := inPhase[i]
+		switch {
+		case constantRule(r.observed, facts):
+			p.constant = append(p.constant, r.id)
+		case asideRule(r.observed, facts):
+			continue
+		case gateRule(r.observed, byPos[r.pos]):
+			// It must jump (Snapshot checks), over the rules up to its
+			// marker, which then never run.
+			mark := strings.Trim(actionValue(r.parsed.actions, "skipafter"), `"'`)
+			end := -1
+			for _, m := range kept {
+				if m.pos > r.pos && m.secMark == mark {
+					end = m.pos
+					break
+				}
+			}
+			if end < 0 {
+				break run
+			}
+			p.judged = append(p.judged, judged{byPos[r.pos], true})
+			judgedAt = append(judgedAt, i)
+			for i+1 < len(inPhase) && inPhase[i+1].pos < end {
+				i++
+				member[inPhase[i].id] = true
+			}
+		case inertRule(byPos[r.pos]):
+			p.judged = append(p.judged, judged{byPos[r.pos], false})
+			judgedAt = append(judgedAt, i)
+		default:
+			break run
+		}
+		member[r.id] = true
+	}
+	// A judged rule must read the values the run leaves: no constant
+	// rule after it writes its keys.
+	for n, i := range judgedAt {
+		for _, later := range inPhase[i+1:] {
+			if !member[later.id] || !slices.Contains(p.constant, later.id) {
+				continue
+			}
+			for _, k := range p.judged[n].r.txKeys {
+				if later.writes.touches(k) {
+					return nil
+				}
+			}
+		}
+	}
+	if len(p.constant) == 0 {
+		return nil
+	}
+	for id := range member {
+		p.removed = append(p.removed, id)
+	}
+	for _, r := range kept {
+		if r.id != 0 {
+			p.ids = append(p.ids, r.id)
+		}
+	}
+	slices.Sort(p.ids)
+	p.ids = slices.Compact(p.ids)
+	p.decided = constantDecisions(kept, byPhase, plans, windowed, facts, member, p.constant)
+	return p
+}
+
+// decision is a rule after the opening that the screen judges on TX
+// values alone, none of which a rule that runs before it may write but
+// the opening's constant rules: it decides the same in every transaction.
+// When it does not match, it has no effect at all; when it matches and is
+// a gate (a jump, see gateRule) whose marker follows it with no other
+// marker in between, that no skip passes over and no ctl may remove while
+// leaving a rule it jumps over, the rules it jumps over (over) never run.
+type decision struct {
+	r    *srule
+	gate bool
+	over []int
+}
+
+// constantDecisions finds the decisions (see decision) of the rule set
+// past the opening (member: its rules, constant: its constant rules).
+func constantDecisions(kept []observedAt, byPhase map[types.RulePhase][]observedAt, plans [types.PhaseLogging + 1]*phasePlan,
+	windowed map[int]bool, facts directiveFacts, member map[int]bool, constant []int) []decision {
+	// firstWriter: for a TX key, the earliest rule (phase, position)
+	// other than a constant one that may write it.
+	firstWriter := map[string][2]int{}
+	writer := func(k string) [2]int {
+		if w, ok := firstWriter[k]; ok {
+			return w
+		}
+		w := [2]int{int(types.PhaseLogging) + 1, 0}
+		for _, r := range kept {
+			if r.secMark != "" || slices.Contains(constant, r.id) || !r.writes.touches(k) {
+				continue
+			}
+			if at := [2]int{int(r.phase), r.pos}; at[0] < w[0] || at[0] == w[0] && at[1] < w[1] {
+				w = at
+			}
+		}
+		firstWriter[k] = w
+		return w
+	}
+	var out []decision
+	for _, ph := range screenedPhases {
+		pp := plans[ph]
+		if pp == nil {
+			continue
+		}
+		byPos := map[int]*srule{}
+		for _, r := range pp.rules {
+			byPos[r.pos] = r
+		}
+		inPhase := byPhase[ph]
+	rules:
+		for i, r := range inPhase {
+			sr := byPos[r.pos]
+			if member[r.id] || windowed[r.pos] || !inertRule(sr) {
+				continue
+			}
+			for _, k := range sr.txKeys {
+				if w := writer(k); w[0] < int(ph) || w[0] == int(ph) && w[1] < r.pos {
+					continue rules
+				}
+			}
+			d := decision{r: sr}
+			if gateRule(r.observed, sr) {
+				d.gate, d.over = jumpsOver(kept, inPhase, i, facts)
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// jumpsOver returns the rules the gate inPhase[i] jumps over, with ok
+// false when a jump from before it may land among them (a marker in
+// between), its marker does not follow, or a ctl may remove the gate while
+// leaving one of them.
+func jumpsOver(kept, inPhase []observedAt, i int, facts directiveFacts) (bool, []int) {
+	g := inPhase[i]
+	mark := strings.Trim(actionValue(g.parsed.actions, "skipafter"), `"'`)
+	end := -1
+	for _, m := range kept {
+		if m.pos <= g.pos || m.secMark == "" {
+			continue
+		}
+		if m.secMark != mark {
+			return false, nil
+		}
+		end = m.pos
+		break
+	}
+	if end < 0 {
+		return false, nil
+	}
+	var over []int
+	for _, q := range inPhase[i+1:] {
+		if q.pos >= end {
+			break
+		}
+		if facts.runtime.mayRemoveKeeping(g.observed, q.observed) {
+			return false, nil
+		}
+		over = append(over, q.id)
+	}
+	return true, over
+}
+
+// readsMatchedVar reports whether a rule reads MATCHED_VAR or
+// MATCHED_VAR_NAME before it matches itself: in its targets or its
+// operator's argument. Coraza keeps them from the last rule that matched,
+// which is another one once the prelude's rules no longer run. (A chained
+// rule reads its starter's; MATCHED_VARS is emptied before each rule.)
+func readsMatchedVar(p parsedRule) bool {
+	for _, t := range p.targets {
+		if t.name == "MATCHED_VAR" || t.name == "MATCHED_VAR_NAME" {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(p.opArgs), "%{matched_var")
+}
+
+// judged is a rule of the prelude whose decision Snapshot checks: an inert
+// rule must not match, a gate must.
+type judged struct {
+	r     *srule
+	match bool
+}
+
+func actionValue(acts []action, name string) string {
+	for _, a := range acts {
+		if a.name == name {
+			return a.value
+		}
+	}
+	return ""
+}
+
+// inertRule reports whether the screen judges r (nil: not screened) on
+// TX values alone.
+func inertRule(r *srule) bool {
+	if r == nil || len(r.txKeys) == 0 {
+		return false
+	}
+	for _, t := range r.targets {
+		if t.v != variables.TX {
+			return false
+		}
+	}
+	return true
+}
+
+// gateRule reports whether r is a jump the prelude may stand for: a rule
+// judged on TX values alone (sr) whose only effect is a skipAfter.
+func gateRule(r observed, sr *srule) bool {
+	if !inertRule(sr) || !hasAction(r.parsed.actions, "nolog") || !hasAction(r.parsed.actions, "pass") {
+		return false
+	}
+	jumps := 0
+	for _, a := range r.parsed.actions {
+		switch {
+		case a.name == "skipafter":
+			jumps++
+		case a.name == "setvar" || !preludeActions[a.name]:
+			return false
+		}
+	}
+	return jumps == 1
+}
+
+// asideActions are the actions of a rule the prelude may leave to Coraza
+// among its own: it reads no TX, writes none, and cannot stop, skip or
+// change the rules after it.
+var asideActions = map[string]bool{
+	"id": true, "phase": true, "pass": true, "nolog": true, "noauditlog": true, "log": true,
+	"auditlog": true, "t": true, "tag": true, "ver": true, "rev": true, "msg": true,
+	"logdata": true, "maturity": true, "accuracy": true, "severity": true, "ctl": true,
+}
+
+// asideCtl are the ctl options such a rule may set: they choose how the
+// request body is read, not which rules run.
+var asideCtl = map[string]bool{"requestbodyprocessor": true, "forcerequestbodyvariable": true}
+
+// asideReads are the variables whose values the prelude changes at the
+// places its rules were (MATCHED_VAR* and RULE are set by the rules that
+// no longer run) or that it reads (TX).
+var asideReads = []string{"tx", "matched_var", "rule"}
+
+// asideRule reports whether r can stay among the prelude's rules (see
+// asideActions): a SecRule without a chain that reads none of asideReads
+// in its targets, its argument or its actions.
+func asideRule(r observed, facts directiveFacts) bool {
+	p := r.parsed
+	if r.id == 0 || !p.secRule || inRanges(r.id, facts.updated) || !hasAction(p.actions, "pass") {
+		return false
+	}
+	for _, a := range p.actions {
+		if !asideActions[a.name] {
+			return false
+		}
+		if a.name == "ctl" {
+			opt, _, _ := strings.Cut(a.value, "=")
+			if !asideCtl[strings.ToLower(strings.TrimSpace(opt))] {
+				return false
+			}
+		}
+	}
+	for _, t := range p.targets {
+		for _, name := range asideReads {
+			if strings.HasPrefix(strings.ToLower(t.name), name) {
+				return false
+			}
+		}
+	}
+	lower := strings.ToLower(r.raw)
+	for i := strings.Index(lower, "%{"); i >= 0; i = strings.Index(lower, "%{") {
+		lower = lower[i+2:]
+		for _, name := range asideReads {
+			if strings.HasPrefix(lower, name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// txRemover is what the prelude needs of Coraza's transaction besides its
+// state: removing rules for this transaction only.
+type txRemover interface {
+	RemoveRuleByID(id int)
+	RemoveRuleByIDRange(start, end int)
+}
+
+// Snapshot computes the prelude's TX values with a transaction of waf (the
+// WAF this index was built for): only the constant rules are left in it.
+// It then judges the inert rules on those values. When one of them would
+// match, or the transaction is not Coraza's, the rule set runs without a
+// prelude and the error says why. It reports the number of rules each
+// transaction no longer evaluates.
+func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
+	p := ix.prelude
+	if p == nil {
+		return 0, nil
+	}
+	ix.prelude = nil
+	tx := waf.NewTransaction()
+	defer func() { _ = tx.Close() }()
+	ts, ok1 := tx.(plugintypes.TransactionState)
+	rm, ok2 := tx.(txRemover)
+	if !ok1 || !ok2 || tx.IsRuleEngineOff() {
+		return 0, errors.New("the transaction is not Coraza's, or the rule engine is off")
+	}
+	constant := map[int]bool{}
+	for _, id := range p.constant {
+		constant[id] = true
+	}
+	for _, id := range ix.phase1IDs {
+		if !constant[id] {
+			rm.RemoveRuleByID(id)
+		}
+	}
+	tx.ProcessURI("/", "GET", "HTTP/1.1")
+	if it := tx.ProcessRequestHeaders(); it != nil {
+		return 0, fmt.Errorf("the constant rules interrupted (rule %d)", it.RuleID)
+	}
+	for _, j := range p.judged {
+		if matchesTX(j.r, ts) != j.match {
+			return 0, fmt.Errorf("rule %d decides otherwise on the TX values the rules before it leave", j.r.id)
+		}
+	}
+	removed := map[int]bool{}
+	for _, id := range p.removed {
+		removed[id] = true
+	}
+	for _, d := range p.decided {
+		switch {
+		case !matchesTX(d.r, ts):
+			removed[d.r.id] = true
+		case d.gate:
+			removed[d.r.id] = true
+			for _, id := range d.over {
+				removed[id] = true
+			}
+		}
+	}
+	p.removed = p.removed[:0]
+	open := false
+	for _, id := range p.ids {
+		switch {
+		case !removed[id]:
+			open = false
+		case open:
+			p.ranges[len(p.ranges)-1][1] = id
+			p.removed = append(p.removed, id)
+		default:
+			p.ranges, open = append(p.ranges, [2]int{id, id}), true
+			p.removed = append(p.removed, id)
+		}
+	}
+	p.decided, p.ids = nil, nil
+	// A range costs Coraza a comparison for every rule it evaluates or
+	// skips in each phase; a single ID one map lookup it makes anyway.
+	ranges := p.ranges[:0]
+	for _, r := range p.ranges {
+		if n := countIn(p.removed, r); n >= minRange {
+			ranges = append(ranges, r)
+		} else {
+			for _, id := range p.removed {
+				if id >= r[0] && id <= r[1] {
+					p.single = append(p.single, id)
+				}
+			}
+		}
+	}
+	p.ranges = ranges
+	byKey := map[string]int{}
+	for _, md := range ts.Variables().TX().FindAll() {
+		i, ok := byKey[md.Key()]
+		if !ok {
+			i = len(p.keys)
+			byKey[md.Key()] = i
+			p.keys = append(p.keys, md.Key())
+			p.values = append(p.values, nil)
+		}
+		p.values[i] = append(p.values[i], md.Value())
+	}
+	// FindAll reads a Go map: keep one order.
+	order := make([]int, len(p.keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.keys[a], p.keys[b]) })
+	keys, values := make([]string, len(order)), make([][]string, len(order))
+	for i, o := range order {
+		keys[i], values[i] = p.keys[o], p.values[o]
+	}
+	p.keys, p.values, p.ready = keys, values, true
+	ix.prelude = p
+	return len(p.removed), nil
+}
+
+// matchesTX judges r, which reads only TX, on tx's values as Coraza would.
+func matchesTX(r *srule, tx plugintypes.TransactionState) bool {
+	judge := r.judge
+	if judge == nil {
+		var ok bool
+		if judge, ok = fastpath.JudgeIn(r.op, tx); !ok {
+			return true // cannot tell: count it as a match
+		}
+	}
+	col := tx.Variables().TX()
+	for _, t := range r.targets {
+		var vals []types.MatchData
+		if t.key == "" {
+			vals = col.FindAll()
+		} else {
+			vals = col.FindString(t.key)
+		}
+		if t.count {
+			if r.matchesValue(judge, strconv.Itoa(len(vals))) {
+				return true
+			}
+			continue
+		}
+		for _, md := range vals {
+			if r.matchesValue(judge, md.Value()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Start gives a new transaction the prelude: the TX values its rules
+// leave, and their removal. It does nothing for a rule set without one,
+// and for a transaction whose rule engine is off (it evaluates nothing).
+func (ix *Index) Start(tx types.Transaction) {
+	p := ix.prelude
+	if p == nil || !p.ready || tx.IsRuleEngineOff() {
+		return
+	}
+	ts, ok1 := tx.(plugintypes.TransactionState)
+	rm, ok2 := tx.(txRemover)
+	if !ok1 || !ok2 {
+		return
+	}
+	col := ts.Variables().TX()
+	for i, k := range p.keys {
+		col.Set(k, p.values[i])
+	}
+	for _, r := range p.ranges {
+		rm.RemoveRuleByIDRange(r[0], r[1])
+	}
+	for _, id := range p.single {
+		rm.RemoveRuleByID(id)
+	}
+}
+
+// minRange is the fewest rules a range stands for: Coraza compares the ID
+// of every rule of a phase with each range, where an ID removed alone is
+// one insertion in a map it looks up anyway.
+const minRange = 8
+
+func countIn(ids []int, r [2]int) int {
+	n := 0
+	for _, id := range ids {
+		if id >= r[0] && id <= r[1] {
+			n++
+		}
+	}
+	return n
+}
+
+// PreludeIDs returns the IDs of the rules the prelude stands for, in
+// ascending order (none before Snapshot).
+func (ix *Index) PreludeIDs() []int {
+	p := ix.prelude
+	if p == nil || !p.ready {
+		return nil
+	}
+	return slices.Clone(p.removed)
+}

@@ -1,0 +1,250 @@
+package preselect
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// preludeRun is what one GET did: the rules that matched (but those of
+// skip, which the prelude stands for) and the TX collection after
+// phase 2, sorted, without the empty capture slots.
+type preludeRun struct {
+	matched []int
+	tx      string
+	status  int
+}
+
+func runPrelude(t *testing.T, waf coraza.WAF, ix *Index, query string, skip []int) preludeRun {
+	t.Helper()
+	tx := waf.NewTransaction()
+	defer tx.Close()
+	if ix != nil {
+		ix.Start(tx)
+	}
+	tx.ProcessURI("/?"+query, "GET", "HTTP/1.1")
+	tx.AddRequestHeader("Host", "example.com")
+	var run preludeRun
+	it := tx.ProcessRequestHeaders()
+	if it == nil {
+		var err error
+		if it, err = tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if it != nil {
+		run.status = it.Status
+	}
+	for _, mr := range tx.MatchedRules() {
+		if id := mr.Rule().ID(); !slices.Contains(skip, id) {
+			run.matched = append(run.matched, id)
+		}
+	}
+	var kv []string
+	for _, md := range tx.(plugintypes.TransactionState).Variables().TX().FindAll() {
+		if k := md.Key(); strings.Trim(k, "0123456789") != "" || md.Value() != "" {
+			kv = append(kv, k+"="+md.Value())
+		}
+	}
+	sort.Strings(kv)
+	run.tx = strings.Join(kv, " ")
+	return run
+}
+
+// preludeRules is an opening in the CRS's shape: a setup SecAction,
+// defaults that apply when the setup did not set the key, a check that
+// the setup ran (never matches), a body-processor rule (left to Coraza),
+// a gate that jumps over a rule that would block, and a second gate on a
+// level a request may change, after the opening.
+const preludeRules = `SecRuleEngine On
+SecAction "id:900000,phase:1,pass,nolog,setvar:tx.setup=1,setvar:tx.level=1"
+SecRule &TX:setup "@eq 0" "id:901001,phase:1,deny,status:500,log,msg:'no setup'"
+SecRule &TX:level "@eq 0" "id:901100,phase:1,pass,nolog,setvar:tx.level=2"
+SecRule &TX:limit "@eq 0" "id:901110,phase:1,pass,nolog,setvar:tx.limit=5"
+SecRule REQUEST_HEADERS:Content-Type "@rx ^application/json" "id:200001,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecAction "id:901200,phase:1,pass,nolog,setvar:tx.score=0,setvar:'tx.copy=%{tx.limit}'"
+SecRule TX:level "@lt 2" "id:901400,phase:1,pass,nolog,skipAfter:END-OPENING"
+SecRule ARGS "@rx ." "id:901410,phase:1,deny,status:403,log"
+SecMarker END-OPENING
+SecRule ARGS:pl "@rx ^[0-9]$" "id:905100,phase:1,pass,nolog,capture,setvar:tx.level=%{tx.1}"
+SecRule TX:level "@lt 3" "id:911013,phase:1,pass,nolog,skipAfter:END-911"
+SecRule ARGS "@rx attack" "id:911100,phase:1,pass,log,setvar:tx.score=+%{tx.limit}"
+SecMarker END-911
+SecRule TX:limit "@lt 2" "id:912013,phase:2,pass,nolog,skipAfter:END-912"
+SecRule ARGS "@rx level2" "id:912100,phase:2,pass,log,setvar:tx.score=+1"
+SecMarker END-912
+SecRule TX:score "@ge %{tx.limit}" "id:949110,phase:2,deny,status:403,log"
+`
+
+// TestPrelude_sameDecisions: the opening (900000 to 901400, and the rule
+// 901400 jumps over) is one prelude; a transaction started past it decides
+// and writes what one that evaluates it does, for requests that match
+// nothing, match past the opening, block, and change the level the later
+// gate reads. The gate of phase 2 reads only constant TX and never
+// matches, so it is removed too; 911013 reads a key a request may write
+// before it and stays.
+func TestPrelude_sameDecisions(t *testing.T) {
+	waf, ix := compile(t, preludeRules)
+	n, err := ix.Snapshot(waf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int{900000, 901001, 901100, 901110, 901200, 901400, 901410, 912013}
+	if got := ix.PreludeIDs(); !slices.Equal(got, want) || n != len(want) {
+		t.Fatalf("prelude %v (%d), want %v", got, n, want)
+	}
+	for _, q := range []string{"a=b", "x=attack", "x=attack&y=attack&z=attack", "pl=5&x=attack", "pl=1&x=level2"} {
+		without, with := runPrelude(t, waf, nil, q, want), runPrelude(t, waf, ix, q, want)
+		if fmt.Sprint(without) != fmt.Sprint(with) {
+			t.Errorf("%s:\nwithout the prelude %+v\nwith it            %+v", q, without, with)
+		}
+	}
+	// The values themselves: what the opening's rules leave.
+	if got := runPrelude(t, waf, ix, "a=b", want).tx; got != "copy=5 level=1 limit=5 score=0 setup=1" {
+		t.Errorf("TX after a benign request: %s", got)
+	}
+}
+
+// TestPrelude_stops: the opening ends at the first rule that is neither
+// constant, nor left to Coraza without reading or writing TX, nor judged
+// on TX alone: here a rule that writes TX from the request, before the
+// defaults. Only the rules before it are in the prelude; a default after
+// it is evaluated by Coraza, as is the check that reads what it writes.
+func TestPrelude_stops(t *testing.T) {
+	waf, ix := compile(t, `SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule ARGS:b "@rx ." "id:2,phase:1,pass,nolog,setvar:tx.b=1"
+SecRule &TX:b "@eq 0" "id:3,phase:1,pass,nolog,setvar:tx.b=0"
+SecRule TX:b "@eq 1" "id:4,phase:1,pass,log"
+`)
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.PreludeIDs(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("prelude %v, want [1]", got)
+	}
+	for _, q := range []string{"x=1", "b=1"} {
+		without, with := runPrelude(t, waf, nil, q, []int{1}), runPrelude(t, waf, ix, q, []int{1})
+		if fmt.Sprint(without) != fmt.Sprint(with) {
+			t.Errorf("%s:\nwithout the prelude %+v\nwith it            %+v", q, without, with)
+		}
+	}
+	if got := runPrelude(t, waf, ix, "b=1", nil).matched; !slices.Equal(got, []int{2, 4}) {
+		t.Errorf("b=1 matched %v, want [2 4]", got)
+	}
+}
+
+// TestPrelude_refused: a rule set whose check of the opening would match
+// (the setup the check asks for is missing) has no prelude, and says why;
+// so has one with a SecDefaultAction that runs a ctl for every rule, and
+// one whose opening rule a later directive updates.
+func TestPrelude_refused(t *testing.T) {
+	for _, c := range []struct{ name, rules, err string }{
+		{"check matches", `SecRuleEngine On
+SecRule &TX:setup "@eq 0" "id:901001,phase:1,deny,status:500,log"
+SecRule &TX:level "@eq 0" "id:901100,phase:1,pass,nolog,setvar:tx.level=2"
+`, "rule 901001 decides otherwise"},
+		{"defaults with ctl", `SecRuleEngine On
+SecDefaultAction "phase:1,log,pass,ctl:ruleRemoveById=7"
+SecRule &TX:level "@eq 0" "id:901100,phase:1,pass,nolog,setvar:tx.level=2"
+`, ""},
+		{"updated", `SecRuleEngine On
+SecRule &TX:level "@eq 0" "id:901100,phase:1,pass,nolog,setvar:tx.level=2"
+SecRuleUpdateActionById 901100 "setvar:tx.other=1"
+`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			waf, ix := compile(t, c.rules)
+			n, err := ix.Snapshot(waf)
+			if n != 0 || len(ix.PreludeIDs()) != 0 {
+				t.Fatalf("prelude of %d rules: %v", n, ix.PreludeIDs())
+			}
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("error %v, want one with %q", err, c.err)
+			}
+		})
+	}
+}
+
+// TestPrelude_skipWindow: a rule judged on constant TX that a skip:N may
+// pass over stays, or removing it would move where the skip lands.
+func TestPrelude_skipWindow(t *testing.T) {
+	waf, ix := compile(t, `SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule ARGS:s "@rx ." "id:2,phase:1,pass,nolog,skip:1"
+SecRule TX:a "@eq 5" "id:3,phase:1,pass,log"
+SecRule ARGS:s "@rx ." "id:4,phase:1,pass,log"
+SecRule TX:a "@eq 7" "id:5,phase:1,pass,log"
+`)
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.PreludeIDs(); !slices.Equal(got, []int{1, 5}) {
+		t.Fatalf("prelude %v, want [1 5]", got)
+	}
+	if got := runPrelude(t, waf, ix, "s=1", []int{1}).matched; !slices.Equal(got, []int{2, 4}) {
+		t.Errorf("s=1 matched %v, want [2 4]: the skip passes over 3 and lands on 4", got)
+	}
+}
+
+// TestPrelude_crs: on the CRS with its recommended configuration, the
+// prelude stands for the initialisation and every paranoia-level gate that
+// jumps at level 1, with what each jumps over (942120 is of level 2,
+// 942251 of level 3); at paranoia level 2 the gates of level 2 never
+// match (removed as such) and the rules they guard stay.
+func TestPrelude_crs(t *testing.T) {
+	for _, c := range []struct {
+		setup      string
+		in, notIn  []int
+		minRemoved int
+	}{
+		{"", []int{900990, 901100, 901200, 901400, 942013, 942014, 942120, 942251}, []int{942100, 949110, 901340}, 300},
+		{"SecAction \"id:900000,phase:1,pass,nolog,setvar:tx.blocking_paranoia_level=2\"\n",
+			[]int{900000, 901100, 942013, 942014, 942015, 942016, 942251}, []int{942120, 942100}, 100},
+	} {
+		waf, ix := compile(t, "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\n"+c.setup+"Include @owasp_crs/*.conf")
+		n, err := ix.Snapshot(waf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := ix.PreludeIDs()
+		t.Logf("%d rules in %d ranges and %d single IDs", n, len(ix.prelude.ranges), len(ix.prelude.single))
+		if n < c.minRemoved {
+			t.Errorf("the prelude stands for %d rules, want at least %d", n, c.minRemoved)
+		}
+		for _, id := range c.in {
+			if !slices.Contains(ids, id) {
+				t.Errorf("rule %d is not in the prelude", id)
+			}
+		}
+		for _, id := range c.notIn {
+			if slices.Contains(ids, id) {
+				t.Errorf("rule %d is in the prelude", id)
+			}
+		}
+	}
+}
+
+// TestPrelude_matchedVar: a rule that reads MATCHED_VAR as a target reads
+// the last matching rule's, which the prelude would change: such a rule
+// set has none.
+func TestPrelude_matchedVar(t *testing.T) {
+	waf, ix := compile(t, `SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule TX:a "@eq 1" "id:2,phase:1,pass,nolog,skipAfter:END"
+SecRule ARGS "@rx x" "id:3,phase:1,pass,log"
+SecMarker END
+SecRule MATCHED_VAR "@streq 1" "id:4,phase:1,pass,log"
+`)
+	if _, err := ix.Snapshot(waf); err != nil || len(ix.PreludeIDs()) != 0 {
+		t.Fatalf("prelude %v (%v), want none", ix.PreludeIDs(), err)
+	}
+	if got, _ := run(t, waf, "a=b"); !slices.Equal(got, []int{1, 2, 4}) {
+		t.Errorf("matched %v, want [1 2 4]", got)
+	}
+}
