@@ -3,5 +3,10 @@
 # specification expects.
 #
 #   go run mage.go build && docker build -t <registry>/wafguard:<tag> .
+#
+# go run mage.go image writes the same image (the compat format of
+# internal/ociimage, with labels) without a Docker daemon, and
+# go run mage.go push <registry>/wafguard:<tag> pushes it
+# (docs/deployment.md).
 FROM scratch
 COPY build/main.wasm /plugin.wasm

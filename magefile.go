@@ -17,7 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/magefile/mage/mg"
+
+	"github.com/wafguard/wafguard/internal/ociimage"
 )
 
 const (
@@ -26,6 +29,12 @@ const (
 	// Envoy does not serve; memoize_builders caches compiled regexes and
 	// Aho-Corasick matchers across WAFs of one VM.
 	buildTags = "no_fs_access,memoize_builders"
+	// imageDir is where Image writes the OCI images (ociimage.Write).
+	imageDir = "build/image"
+	// istioPullDir is the nested module whose test pulls the images with
+	// Istio's own fetcher (its own go.mod: Istio's dependencies stay out
+	// of this module's).
+	istioPullDir = "internal/ociimage/istiopull"
 )
 
 // Build compiles the plugin to build/main.wasm when it is missing or older than its sources.
@@ -119,7 +128,8 @@ func wasmSources() ([]string, error) {
 	return dirs, nil
 }
 
-// Lint checks formatting (gofmt), that go.mod and go.sum are tidy, and runs go vet. (The wasm target is
+// Lint checks formatting (gofmt), that go.mod and go.sum are tidy, and runs go vet,
+// in this module and in the nested one of the Istio pull test. (The wasm target is
 // checked by Build: go vet for wasip1 would also compile the tests, whose
 // proxytest emulator only builds natively.)
 func Lint() error {
@@ -130,18 +140,138 @@ func Lint() error {
 	if files := strings.TrimSpace(string(out)); files != "" {
 		return fmt.Errorf("lint: files not gofmt-formatted (run gofmt -w):\n%s", files)
 	}
-	if out, err := exec.Command("go", "mod", "tidy", "-diff").CombinedOutput(); err != nil {
-		return fmt.Errorf("lint: go.mod or go.sum is not tidy (run go mod tidy):\n%s", out)
+	for _, dir := range []string{".", istioPullDir} {
+		cmd := exec.Command("go", "mod", "tidy", "-diff")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("lint: go.mod or go.sum in %s is not tidy (run go mod tidy there):\n%s", dir, out)
+		}
 	}
-	return run(nil, "go", "vet", "./...")
+	if err := run(nil, "go", "vet", "./..."); err != nil {
+		return err
+	}
+	return runIn(istioPullDir, nil, "go", "vet", "./...")
 }
 
 // Test builds the .wasm, installs Node 26 (v8), and runs every Go test,
 // natively, on the .wasm in wazero and on V8 (WASM_REQUIRED and
-// WAFGUARD_V8_REQUIRED make a missing .wasm or Node a failure, not a skip).
+// WAFGUARD_V8_REQUIRED make a missing .wasm or Node a failure, not a skip);
+// then writes the images (image) and pulls them from an in-process
+// registry with Istio's fetcher (the nested module internal/ociimage/istiopull).
 func Test() error {
 	mg.Deps(Build, V8)
-	return run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./...")
+	if err := run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./..."); err != nil {
+		return err
+	}
+	mg.Deps(Image)
+	return runIn(istioPullDir, []string{"WASM_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=10m", "./...")
+}
+
+// Image writes the plugin's OCI images from build/main.wasm, without a
+// container daemon, under build/image: an OCI image layout (layout/) with
+// the three formats, the default (compat, the Dockerfile's image) as a
+// tarball for docker load or crane push (wafguard.tar), and image.json
+// with the digests and the module's sha256. It does not build the module.
+func Image() error {
+	wasm, err := ociimage.ReadModule(wasmOut)
+	if err != nil {
+		return err
+	}
+	if stale, err := wasmStale(); err == nil && stale {
+		fmt.Printf("image: warning: %s is older than its sources (go run mage.go build rebuilds it)\n", wasmOut)
+	}
+	md := ociimage.Metadata{
+		Revision: gitOut("rev-parse", "HEAD"),
+		Version:  gitOut("describe", "--tags", "--always", "--dirty"),
+		Source:   "https://github.com/wafguard/wafguard",
+	}
+	if ct := gitOut("log", "-1", "--format=%cI"); ct != "" {
+		if md.Created, err = time.Parse(time.RFC3339, ct); err != nil {
+			return fmt.Errorf("image: commit time %q: %w", ct, err)
+		}
+	}
+	if err := ociimage.VersionsFromModule(&md, wasm); err != nil {
+		return fmt.Errorf("image: %s: %w", wasmOut, err)
+	}
+	sum, err := ociimage.Write(imageDir, wasmOut, md)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("image: %s: sha256 %s (%.1f MB), Coraza %s, CRS %s, revision %s\n",
+		wasmOut, sum.ModuleSHA256, float64(sum.ModuleSize)/1e6, md.Coraza, md.CRS, md.Version)
+	for _, i := range sum.Images {
+		note := ""
+		switch i.Format {
+		case ociimage.Default:
+			note = " (default: push sends it)"
+		case ociimage.WasmToOCI:
+			note = " (Istio's fetcher does not read it)"
+		}
+		fmt.Printf("image: %-11s %s %6.1f MB%s\n", i.Format, i.Digest, float64(i.Size)/1e6, note)
+	}
+	def, _ := sum.Image(ociimage.Default)
+	fmt.Printf(`image: wrote %[1]s/%[2]s (OCI layout), %[1]s/%[3]s (%[4]s, docker load), %[1]s/%[5]s
+image: a WasmPlugin's sha256 for an oci:// url is the image digest (Istio compares it with the
+       manifest's): %[6]s for the default image; for an http(s):// url of the module, %[7]s
+`, imageDir, ociimage.LayoutDir, ociimage.TarballFile, sum.Tag, ociimage.SummaryFile,
+		strings.TrimPrefix(def.Digest, "sha256:"), sum.ModuleSHA256)
+	return nil
+}
+
+// Push pushes the image that image wrote to the registry reference ref
+// (REGISTRY/REPOSITORY:TAG), with the credentials of docker login (the
+// Docker config or its credential helper). IMAGE_FORMAT=artifact or
+// wasm-to-oci pushes that format instead of compat. Not part of check.
+func Push(ref string) error {
+	if _, err := ociimage.ParseRef(ref); err != nil {
+		return err
+	}
+	f := ociimage.Default
+	if s := os.Getenv("IMAGE_FORMAT"); s != "" {
+		var err error
+		if f, err = ociimage.ParseFormat(s); err != nil {
+			return fmt.Errorf("push: IMAGE_FORMAT: %w", err)
+		}
+	}
+	sum, err := ociimage.ReadSummary(imageDir)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	wasm, err := ociimage.ReadModule(wasmOut)
+	if err != nil {
+		return err
+	}
+	if got := ociimage.ModuleSHA256(wasm); got != sum.ModuleSHA256 {
+		return fmt.Errorf("push: %s changed since the image was written (sha256 %s, the image has %s): run go run mage.go image again", wasmOut, got, sum.ModuleSHA256)
+	}
+	img, err := ociimage.LoadImage(imageDir, f)
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	d, err := ociimage.Push(ctx, ref, img, authn.DefaultKeychain)
+	if err != nil {
+		return err
+	}
+	fmt.Printf(`push: %s image of %s pushed to %s in %s
+push: for a WasmPlugin:
+  url: oci://%s
+  sha256: %s
+push: or pinned by digest: url: oci://%s
+`, f, wasmOut, ref, time.Since(start).Round(time.Millisecond), ref, strings.TrimPrefix(d.DigestStr(), "sha256:"), d)
+	return nil
+}
+
+// gitOut is the trimmed output of a git command, or "" when it fails (no
+// git, not a checkout).
+func gitOut(args ...string) string {
+	out, err := exec.Command("git", args...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // nodeBin is the Node 26 binary that V8 installs.
@@ -273,10 +403,19 @@ WAF proxy ready on http://127.0.0.1:8080 (CRS blocking, admission on). Try:
 
 // run runs a command with extra environment variables, streaming its output.
 func run(env []string, name string, args ...string) error {
+	return runIn("", env, name, args...)
+}
+
+// runIn is run in directory dir.
+func runIn(dir string, env []string, name string, args ...string) error {
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
+		if dir != "" {
+			return fmt.Errorf("%s %s (in %s): %w", name, strings.Join(args, " "), dir, err)
+		}
 		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return nil

@@ -133,6 +133,12 @@ func checkWasmPlugin(o *object) error {
 	if !ociURL.MatchString(wp.GetUrl()) {
 		return fmt.Errorf("%s: got %q, want oci://<registry>/<repository>:<tag> or @sha256:<digest>, the image built from the Dockerfile", doc.At("spec.url"), wp.GetUrl())
 	}
+	// WasmPlugin.sha256: "If the url field already references a SHA256
+	// (using the @sha256: notation), it must match the value of this
+	// field."
+	if i := strings.Index(wp.GetUrl(), "@sha256:"); i >= 0 && wp.GetSha256() != "" && wp.GetUrl()[i+len("@sha256:"):] != wp.GetSha256() {
+		return fmt.Errorf("%s: got %s, but url pins the image digest %s: they must be the same (the image's manifest digest that go run mage.go push prints)", doc.At("spec.sha256"), wp.GetSha256(), wp.GetUrl()[i+len("@sha256:"):])
+	}
 	if n := len(wp.GetTargetRefs()); (wp.GetSelector() != nil) && (n > 0 || wp.GetTargetRef() != nil) {
 		return fmt.Errorf("%s: only one of targetRefs or selector can be set", doc.At("spec.selector"))
 	}
@@ -402,6 +408,16 @@ func TestExamples_brokenCopies(t *testing.T) {
 			// The line of the inserted "- mode: SERVER", two below old.
 			lineOf:  "  failStrategy: FAIL_RELOAD\n",
 			lineAdd: 2,
+		},
+		{
+			name: "sha256 that is not the digest the url pins",
+			file: "wasmplugin.yaml",
+			old:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
+			new:  "  url: oci://ghcr.io/example/wafguard@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n  sha256: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n",
+			want: `wasmplugin.yaml:%d: spec.sha256: got bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, but url pins the image digest aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: they must be the same (the image's manifest digest that go run mage.go push prints)`,
+			// The line of the inserted sha256, one below old.
+			lineOf:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
+			lineAdd: 1,
 		},
 		{
 			name: "misspelled admission key in pluginConfig",
