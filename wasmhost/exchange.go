@@ -27,7 +27,7 @@ type Request struct {
 	// ContentLength is not positive, as an empty frame at io.EOF.
 	Live          bool
 	ContentLength int64
-	Trailers  [][2]string
+	Trailers      [][2]string
 	// Reset makes the client go away after sending the headers and body
 	// without end of stream: the stream ends with no response.
 	Reset bool
