@@ -84,9 +84,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	dn := &httpDownstream{w: w}
 	req.Downstream = dn
-	// The response may start before the request body is read whole (an
-	// early upstream answer).
-	_ = http.NewResponseController(w).EnableFullDuplex()
 	res := h.Pool.Exchange(r.Context(), req, h.Upstream)
 	if res.Reset || res.Status == 0 {
 		// A reset: the client sees the connection close, after whatever
