@@ -2,8 +2,16 @@ package filter
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/wafguard/wafguard/internal/upstreamtest"
 )
 
 // holdRules read request and response bodies: a SQL injection in the JSON
@@ -212,4 +220,193 @@ func TestConfig_holdHeadersTimeout(t *testing.T) {
 			t.Errorf("hold_headers_timeout_ms %d: error %q does not name the key", n, err)
 		}
 	}
+}
+
+// httpFronted is a loaded plugin served by its host's HTTP server
+// (wasmhost.Handler for the wasm runner, the Node front for V8), in front
+// of a real upstream.
+type httpFronted interface {
+	front(t testing.TB, upstream string) string
+}
+
+var recorderOnce struct {
+	sync.Once
+	r *upstreamtest.Recorder
+}
+
+// httpRecorder is the recording upstream the HTTP cases share (it lives as
+// long as the test binary, like the V8 fronts in front of it).
+func httpRecorder() *upstreamtest.Recorder {
+	recorderOnce.Do(func() { recorderOnce.r = upstreamtest.New() })
+	return recorderOnce.r
+}
+
+// TestPlugin_holdHeadersHTTP runs the hold-headers table through the
+// hosts' HTTP servers to a recording upstream, and checks what the
+// upstream got and when: with the mode off, the request headers of a POST
+// whose body the WAF reads arrive before the client has sent its body (the
+// client waits for them), and a blocked one is then cut off; with the mode
+// on, the headers arrive only after the whole body, and a blocked request
+// brings the upstream nothing. A phase-4 block is a reset after the
+// response headers (off) or the block reply (on).
+func TestPlugin_holdHeadersHTTP(t *testing.T) {
+	rec := httpRecorder()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}, Timeout: 20 * time.Second}
+	forEachRunner(t, func(t *testing.T, r runner) {
+		for _, mode := range []struct {
+			name string
+			hold bool
+		}{{"off", false}, {"on", true}} {
+			for _, tc := range holdCases {
+				t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+					p, err := r.loadEnvoy(t, holdConfig(mode.hold, tc.extra), envoyConfig{stopIteration: mode.hold})
+					if err != nil {
+						t.Fatalf("load: %v", err)
+					}
+					defer p.close()
+					f, ok := p.(httpFronted)
+					if !ok {
+						t.Skip("this runner has no HTTP server")
+					}
+					base := f.front(t, rec.URL)
+					want := tc.off
+					if mode.hold {
+						want = tc.on
+					}
+					runHoldHTTP(t, client, rec, base, tc, want, !mode.hold)
+					deadline := time.Now().Add(time.Second)
+					for {
+						v, ok := p.metric(metricActive)
+						if ok && v == 0 {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Errorf("metric %s: got %d (defined: %v), want 0: a transaction was left open", metricActive, v, ok)
+							break
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				})
+			}
+		}
+	})
+}
+
+func runHoldHTTP(t *testing.T, client *http.Client, rec *upstreamtest.Recorder, base string, tc holdCase, want holdWant, streamed bool) {
+	ex := tc.ex
+	id := rec.NewID(upstreamtest.Reply{Status: ex.upstreamStatus(), Headers: ex.respHeaders, Body: ex.respBody, Gap: 2 * time.Millisecond})
+	method, path := ex.method, ex.path
+	if method == "" {
+		method = "GET"
+	}
+	if path == "" {
+		path = "/"
+	}
+	var sent []byte
+	for _, c := range ex.body {
+		sent = append(sent, c...)
+	}
+	size := int64(-1)
+	if len(ex.body) == 1 {
+		size = int64(len(sent))
+	}
+	var body io.Reader = http.NoBody
+	// With the mode off, the client sends the body only once the request
+	// headers reached the upstream: they must go before it.
+	waitUpstream := streamed && want.upstreamHeaders && ex.body != nil
+	var lastWrite atomic.Int64
+	writeErr := make(chan error, 1)
+	if ex.body != nil {
+		pr, pw := io.Pipe()
+		body = pr
+		go func() {
+			var err error
+			if waitUpstream {
+				err = rec.WaitHeaders(id, 5*time.Second)
+			}
+			for i, c := range ex.body {
+				if i > 0 {
+					time.Sleep(2 * time.Millisecond)
+				}
+				lastWrite.Store(time.Now().UnixNano())
+				if _, werr := pw.Write(c); werr != nil {
+					break
+				}
+			}
+			pw.Close()
+			writeErr <- err
+		}()
+	} else {
+		writeErr <- nil
+	}
+	req, err := http.NewRequest(method, base+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = size
+	if ex.body == nil {
+		req.ContentLength = 0
+	}
+	req.Host = "localhost"
+	for _, h := range ex.headers {
+		if h[0] == "content-length" {
+			req.ContentLength, _ = strconv.ParseInt(h[1], 10, 64)
+			continue
+		}
+		req.Header.Add(h[0], h[1])
+	}
+	req.Header.Set(upstreamtest.IDHeader, id)
+	resp, err := client.Do(req)
+	var got []byte
+	var readErr error
+	if err == nil {
+		got, readErr = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if werr := <-writeErr; werr != nil {
+		t.Errorf("the request headers did not reach the upstream before the body was sent: %v", werr)
+	}
+	switch {
+	case want.status == 0:
+		// A reset after the response headers went out: the client has
+		// them, then the response is cut off.
+		if err != nil || resp.StatusCode != ex.upstreamStatus() || readErr == nil {
+			t.Errorf("client: got %v, read error %v; want status %d and then a cut-off body", respSummary(resp, err), readErr, ex.upstreamStatus())
+		}
+	case err != nil || readErr != nil:
+		t.Fatalf("client: %v, read error %v; want status %d", err, readErr, want.status)
+	case resp.StatusCode != want.status || want.body != "" && string(got) != want.body:
+		t.Errorf("client: got status %d body %q; want %d %q", resp.StatusCode, got, want.status, want.body)
+	}
+
+	if !want.upstreamHeaders {
+		// Whatever the host sends upstream goes before the local reply.
+		time.Sleep(50 * time.Millisecond)
+		if g := rec.Get(id); g != nil {
+			t.Errorf("upstream: got a request (%d body bytes, complete %v), want nothing", len(g.Body()), g.Complete)
+		}
+		return
+	}
+	g, err := rec.WaitEnd(id, 5*time.Second)
+	if err != nil {
+		t.Fatalf("upstream: %v", err)
+	}
+	if want.upstream {
+		if !g.Complete || !bytes.Equal(g.Body(), sent) {
+			t.Errorf("upstream: complete %v, aborted %v, body %q; want the whole request, body %q", g.Complete, g.Aborted, g.Body(), sent)
+		}
+	} else if g.Complete || !g.Aborted {
+		t.Errorf("upstream: complete %v, aborted %v (%d body bytes); want the headers and then the request cut off", g.Complete, g.Aborted, len(g.Body()))
+	}
+	if !streamed && ex.body != nil && g.HeadersAt.UnixNano() < lastWrite.Load() {
+		t.Errorf("upstream: the request headers arrived %v before the client sent the last of the body; want them held until it was inspected",
+			time.Duration(lastWrite.Load()-g.HeadersAt.UnixNano()))
+	}
+}
+
+func respSummary(resp *http.Response, err error) string {
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return "status " + strconv.Itoa(resp.StatusCode)
 }

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type v8Runner struct {
 type v8VM struct {
 	vm  *v8host.VM
 	log []string
+	// fronts are the HTTP fronts started on the VM, by upstream URL.
+	fronts map[string]string
 }
 
 // drain appends the VM's new log lines.
@@ -152,3 +155,30 @@ func (p *v8Plugin) metric(name string) (uint64, bool) {
 }
 
 func (p *v8Plugin) close() {}
+
+// front serves the plugin's VM over HTTP through the host's own front
+// (v8host.VM.Serve), in front of the upstream at base URL upstream. A
+// front lives as long as the Node process, so one is started per VM and
+// upstream.
+func (p *v8Plugin) front(t testing.TB, upstream string) string {
+	t.Helper()
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if u, ok := p.v.fronts[upstream]; ok {
+		return u
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	if err := p.v.vm.Serve(addr, upstream); err != nil {
+		t.Fatal(err)
+	}
+	if p.v.fronts == nil {
+		p.v.fronts = map[string]string{}
+	}
+	p.v.fronts[upstream] = "http://" + addr
+	return "http://" + addr
+}

@@ -3,6 +3,7 @@ package filter
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"sync"
@@ -160,3 +161,19 @@ func (p *wasmPlugin) metric(name string) (uint64, bool) {
 }
 
 func (p *wasmPlugin) close() {}
+
+// front serves the plugin's VM over HTTP through wasmhost.Handler, the
+// server of cmd/wafhost, in front of the upstream at base URL upstream.
+func (p *wasmPlugin) front(t testing.TB, upstream string) string {
+	t.Helper()
+	up, err := wasmhost.NewHTTPUpstream(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &wasmhost.Handler{Pool: wasmhost.PoolOf(p.v.vm), Upstream: up}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnContext = h.ConnContext
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

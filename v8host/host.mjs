@@ -474,12 +474,14 @@ class Stream {
   // body delivers chunks in one direction with Envoy's buffering: while
   // the filter answers StopIterationAndBuffer the data accumulates and the
   // next callback gets the total; Continue releases what is buffered.
-  body(isResp, chunks) {
+  // With lastEOS false the last chunk is not the end of the stream either
+  // (the HTTP front delivers data as it arrives).
+  body(isResp, chunks, lastEOS = true) {
     const d = this.dir(isResp);
     const name = isResp ? "proxy_on_response_body" : "proxy_on_request_body";
     let released = [];
     for (let i = 0; i < chunks.length; i++) {
-      const eos = i === chunks.length - 1;
+      const eos = lastEOS && i === chunks.length - 1;
       const chunk = chunks[i];
       d.buf = concat(d.mode === "buffer" ? d.buf : new Uint8Array(0), chunk);
       if (d.mode === "buffer" && d.buf.length > bufferLimit) {
@@ -681,6 +683,8 @@ const vms = new Map();
 let nextVM = 1;
 const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
 const send = (o) => process.stdout.write(JSON.stringify(o) + "\n");
+// The Go side going away ends the host, HTTP fronts included.
+rl.on("close", () => process.exit(0));
 rl.on("line", (line) => {
   let req;
   try {
@@ -775,28 +779,22 @@ function handle(req) {
 
 // serve runs an HTTP front in this process: every request on listen
 // (host:port) goes through the VM as one stream, to the upstream (a base
-// URL) when the plugin lets it through, and back through the response
-// side. It is the bench's V8 server; being in the same process as the VM,
-// it adds only Node's own HTTP handling to what the plugin costs. The
-// request body is read whole first (up to the buffer limit, past which
-// the plugin sees it over the limit), as Envoy buffers it while the
-// plugin pauses. Ticks run at the period the plugin set, as Envoy's
-// dispatcher runs them.
+// URL), and back through the response side. It streams the way Envoy's
+// HCM and router do: the upstream request starts as soon as the filter
+// lets the request headers continue, each body chunk the filter releases
+// is written to it as it is released, and a local reply after that
+// destroys the upstream request (the upstream sees it cut off); response
+// headers and body go to the client as the filter releases them, and a
+// local reply after the response headers went out resets the client's
+// stream. It is the bench's V8 server; being in the same process as the
+// VM, it adds only Node's own HTTP handling to what the plugin costs.
+// Ticks run at the period the plugin set, as Envoy's dispatcher runs them.
 function serve(vm, listen, upstream) {
   const up = new URL(upstream);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const colon = listen.lastIndexOf(":");
   const host = listen.slice(0, colon), port = Number(listen.slice(colon + 1));
-  const server = http.createServer((req, res) => {
-    const parts = [];
-    let size = 0;
-    req.on("data", (c) => {
-      size += c.length;
-      if (size <= bufferLimit + 1) parts.push(c);
-    });
-    req.on("end", () => front(vm, up, agent, req, res, Buffer.concat(parts)));
-    req.on("error", () => res.destroy());
-  });
+  const server = http.createServer((req, res) => front(vm, up, agent, req, res));
   server.keepAliveTimeout = 90000;
   if (vm.tickMS > 0) setInterval(() => vm.tick(), vm.tickMS).unref();
   return new Promise((resolve, reject) => {
@@ -812,51 +810,218 @@ function headerPairs(raw) {
   return out;
 }
 
-function front(vm, up, agent, req, res, body) {
+const hopHeaders = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te"]);
+
+// front runs one request of the HTTP front as one stream.
+function front(vm, up, agent, req, res) {
+  const hasBody = Number(req.headers["content-length"] || 0) > 0 || req.headers["transfer-encoding"] !== undefined;
   const ex = {
     headers: [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")],
-    body: body.length > 0 ? [body] : [],
     info: { source: `${req.socket.remoteAddress}:${req.socket.remotePort}`, destination: "127.0.0.1:8080", protocol: "HTTP/" + req.httpVersion },
   };
   const st = new Stream(vm, ex);
   vm.streams.set(st.id, st);
-  const r = st.request(ex);
-  if (r === "stuck") {
-    st.settle().then(() => reply(res, st.out));
-    return;
-  }
-  if (!r) {
-    st.end();
-    reply(res, st.out);
-    return;
-  }
-  const headers = { ...req.headers };
-  delete headers["content-length"];
-  delete headers["transfer-encoding"];
-  if (body.length > 0) headers["content-length"] = String(body.length);
-  const ureq = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers, agent }, (ures) => {
-    const got = [];
-    ures.on("data", (c) => got.push(c));
-    ures.on("end", () => {
-      const b = Buffer.concat(got);
-      if (st.response(ures.statusCode, headerPairs(ures.rawHeaders), b.length > 0 ? [b] : []) === "stuck") {
-        st.settle().then(() => reply(res, st.out));
-        return;
-      }
-      st.end();
-      reply(res, st.out);
-    });
-    ures.on("error", () => failed());
-  });
-  const failed = () => {
-    // Envoy's router answers 503 when the upstream fails.
-    if (st.ended) return;
-    st.response(503, [["content-type", "text/plain"]], [enc.encode("upstream connect error")]);
-    st.end();
-    reply(res, st.out);
+  let ureq = null, ures = null, upDone = false, done = false, sentHeaders = false;
+  // abortUp cuts the upstream request off, as the router's reset does.
+  const abortUp = () => {
+    if (ureq !== null && !upDone) {
+      upDone = true;
+      ureq.destroy();
+    }
+    if (ures !== null) ures.destroy();
   };
-  ureq.on("error", failed);
-  ureq.end(body);
+  // answer ends the stream with what st.out holds: a local reply, or a
+  // reset once response headers went to the client.
+  const answer = () => {
+    if (done) return;
+    done = true;
+    abortUp();
+    if (!st.ended) st.end();
+    if (sentHeaders) {
+      res.destroy();
+    } else {
+      if (!req.complete) res.shouldKeepAlive = false;
+      reply(res, st.out);
+    }
+    req.resume();
+  };
+  const localReply = (status, details, body) => {
+    st.pendingReply = { status, details, body: enc.encode(body), headers: [], grpc: -1 };
+    st.reply();
+    answer();
+  };
+  const stuck = () => {
+    // A pause on headers holds the body back as well: no body callback
+    // until the plugin answers from its tick (or the idle timeout).
+    done = true;
+    abortUp();
+    st.settle().then(() => {
+      reply(res, st.out);
+      req.resume();
+    });
+  };
+  const openUp = () => {
+    if (ureq !== null) return;
+    const headers = {};
+    for (const [k, v] of st.reqHdrs) {
+      if (k.startsWith(":") || hopHeaders.has(k)) continue;
+      if (headers[k] === undefined) headers[k] = v;
+      else headers[k] = [].concat(headers[k], v);
+    }
+    headers.host = ex.headers[2][1];
+    ureq = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers, agent }, onResponse);
+    ureq.on("error", () => {
+      if (done || upDone) return;
+      upDone = true;
+      // Envoy's router answers 503 when the upstream fails.
+      localReply(503, "upstream_reset_before_response_started{connection_failure}", "upstream connect error");
+    });
+    ureq.flushHeaders();
+  };
+  const reqBody = (chunk, eos) => {
+    if (done) return;
+    const r = st.body(false, [chunk], eos);
+    if (vm.failed) {
+      st.failReply();
+      answer();
+    } else if (r.replied) {
+      st.reply();
+      answer();
+    } else if (r.overflow) {
+      localReply(413, "request_payload_too_large", "Payload Too Large");
+    } else {
+      if (st.reqHdrsOut) openUp();
+      for (const b of r.released) if (b.length > 0) ureq.write(b);
+      if (eos && r.done) {
+        st.out.upstream = true;
+        ureq.end();
+      }
+    }
+  };
+  const writeHeaders = (contentLength) => {
+    sentHeaders = true;
+    const h = [];
+    for (const [k, v] of st.respHdrs) {
+      if (k.startsWith(":") || k === "transfer-encoding" || hopHeaders.has(k)) continue;
+      if (k === "content-length" && contentLength !== undefined) continue;
+      h.push(k, v);
+    }
+    if (contentLength !== undefined) h.push("content-length", String(contentLength));
+    res.writeHead(st.respStatus, h);
+    res.flushHeaders();
+  };
+  const respBody = (chunk, eos) => {
+    if (done) return;
+    const r = st.body(true, [chunk], eos);
+    if (vm.failed) {
+      st.failReply();
+      answer();
+    } else if (r.replied) {
+      st.reply();
+      answer();
+    } else if (r.overflow) {
+      localReply(500, "response_payload_too_large", "Internal Server Error");
+    } else {
+      if (st.respHdrsOut && !sentHeaders) writeHeaders(eos && r.done ? r.released.reduce((n, b) => n + b.length, 0) : undefined);
+      for (const b of r.released) if (b.length > 0) res.write(b);
+      if (eos && r.done) {
+        done = true;
+        upDone = true;
+        st.out.status = st.respStatus;
+        st.end();
+        res.end();
+      }
+    }
+  };
+  function onResponse(r) {
+    ures = r;
+    if (done) {
+      r.destroy();
+      return;
+    }
+    const rh = [[":status", String(r.statusCode)], ...headerPairs(r.rawHeaders)];
+    const eos = r.headers["content-length"] === "0" || r.statusCode === 204 || r.statusCode === 304 || req.method === "HEAD";
+    st.respHdrs = rh;
+    st.respStatus = r.statusCode;
+    const ha = st.invoke("proxy_on_response_headers", rh.length, eos ? 1 : 0);
+    st.respHdrsOut = st.pendingReply === null && (ha === 0 || ha === 2);
+    if (vm.failed) {
+      st.failReply();
+      answer();
+      return;
+    }
+    if (st.pendingReply !== null) {
+      st.reply();
+      answer();
+      return;
+    }
+    if (st.respHdrsOut) writeHeaders(eos ? 0 : undefined);
+    if (eos) {
+      done = upDone = true;
+      r.resume();
+      st.end();
+      res.end();
+      return;
+    }
+    if (!st.respHdrsOut && !vm.allowStopIteration) {
+      stuck();
+      return;
+    }
+    r.on("data", (c) => respBody(c, false));
+    r.on("end", () => respBody(new Uint8Array(0), true));
+    r.on("error", () => {});
+    r.on("close", () => {
+      // The upstream went away mid-response: Envoy resets the stream.
+      if (done || r.complete) return;
+      st.out.reset = true;
+      answer();
+    });
+  }
+
+  if (vm.failed) {
+    st.failReply();
+    answer();
+    return;
+  }
+  st.invoke("proxy_on_context_create", vm.rootID);
+  const ha = st.invoke("proxy_on_request_headers", st.reqHdrs.length, hasBody ? 0 : 1);
+  if (vm.failed) {
+    st.failReply();
+    answer();
+    return;
+  }
+  if (st.pendingReply !== null) {
+    st.reply(); // the upstream never sees the request
+    answer();
+    return;
+  }
+  const held = !(ha === 0 || ha === 2);
+  if (!held) {
+    st.reqHdrsOut = true;
+    openUp();
+  }
+  if (!hasBody) {
+    if (held) {
+      stuck();
+      return;
+    }
+    st.out.upstream = true;
+    ureq.end();
+    return;
+  }
+  if (held && !vm.allowStopIteration) {
+    stuck();
+    return;
+  }
+  req.on("data", (c) => reqBody(c, false));
+  req.on("end", () => reqBody(new Uint8Array(0), true));
+  req.on("close", () => {
+    // The client went away: the stream ends without a response.
+    if (done || req.complete) return;
+    st.out.reset = true;
+    answer();
+  });
+  req.on("error", () => res.destroy());
 }
 
 // reply writes what the client gets: the status, headers and body, or a

@@ -413,7 +413,11 @@ func (vm *VM) MemorySize() (uint64, error) {
 
 // Serve starts an HTTP front inside the Node process, on listen
 // (host:port): each request runs through the VM to upstream (a base URL)
-// and back, as the bench's V8 server. With the front beside the VM, a
+// and back, as the bench's V8 server. It streams as Envoy does: the
+// upstream request starts when the plugin lets the request headers
+// continue and gets the body as the plugin releases it, a later local
+// reply cuts it off, and the response reaches the client as released (a
+// local reply after its headers went out is a reset). With the front beside the VM, a
 // request costs only Node's HTTP handling on top of the plugin, not a
 // round trip through this package's protocol. It returns once the front
 // listens; it serves until the Engine is closed.

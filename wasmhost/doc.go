@@ -25,11 +25,24 @@
 //     UpstreamRequest show what the client and the upstream got.
 //   - (*VM).Exchange(ctx, *Request, Upstream) Result: one whole request and
 //     response with Envoy's semantics, ending with on_log, on_done,
-//     on_delete.
+//     on_delete. A StreamingUpstream (HTTPUpstream is one) is opened as
+//     soon as the filter lets the request headers continue and gets each
+//     body chunk as the filter releases it, as Envoy's router streams the
+//     request; a local reply or reset after that aborts it
+//     (UpstreamBody fails with ErrUpstreamReset, its context is
+//     cancelled). Request.Downstream gets the response as the filter
+//     releases it; a plain Upstream is called with the whole request.
 //   - Handler (an http.Handler over a Pool), HTTPUpstream (reverse proxy),
 //     EchoUpstream (built-in httpbin/albedo-like upstream) and
 //     AdminHandler (/stats/prometheus, /stats, /ready) make the HTTP
-//     server of cmd/wafhost.
+//     server of cmd/wafhost. Handler hands the plugin the request body as
+//     it arrives and writes the response as it is released: a response
+//     released whole gets its exact Content-Length, one that streams the
+//     upstream's (or goes out chunked), and a reset after the response
+//     headers went out cuts the connection. With HTTPUpstream behind it,
+//     the upstream sees what Envoy's would: with
+//     hold_headers_until_inspected off, the headers of a POST the WAF
+//     blocks in phase 2, then the request cut off; with it on, nothing.
 //   - Host holds what Envoy keeps per process: shared data (per vm_id, one
 //     CAS counter) and queues, metrics (Metric, WritePrometheus with
 //     stats_tags extraction) and the log (lines "wasm log <root_id>
@@ -55,11 +68,12 @@
 //
 // # Known deviations from Envoy
 //
-//   - The upstream is called once the whole request has passed the filter;
-//     Envoy starts the upstream request as soon as the headers continue and
-//     streams the body. Outcomes are the same unless a plugin relies on an
-//     early upstream response. Responses arrive only after the request
-//     completed.
+//   - A plain Upstream (EchoUpstream, an UpstreamFunc) is called once the
+//     whole request has passed the filter; only a StreamingUpstream sees
+//     the request start at the headers. The upstream's response is given
+//     to the filter once the host has fed the whole request (an early
+//     upstream response waits for it), and Handler sends an empty end of
+//     stream frame after a chunked request body.
 //   - Pool spreads requests round robin; Envoy pins each connection to one
 //     worker.
 //   - There is one VM per worker and no base or canary VM and no VM on the

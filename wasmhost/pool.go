@@ -35,6 +35,10 @@ func (m *Module) NewPool(ctx context.Context, cfg PluginConfig) (*Pool, error) {
 	return p, nil
 }
 
+// PoolOf makes a Pool of VMs already started (for a Handler in front of
+// them); closing it closes them.
+func PoolOf(vms ...*VM) *Pool { return &Pool{vms: vms} }
+
 // VMs returns the pool's VMs.
 func (p *Pool) VMs() []*VM { return p.vms }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,23 +80,55 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Info.ConnectionID = id
 	}
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
-		req.BodyReader = r.Body
+		req.BodyReader, req.Live, req.ContentLength = r.Body, true, r.ContentLength
 	}
+	dn := &httpDownstream{w: w}
+	req.Downstream = dn
 	res := h.Pool.Exchange(r.Context(), req, h.Upstream)
 	if res.Reset || res.Status == 0 {
-		// A reset: the client sees the connection close.
+		// A reset: the client sees the connection close, after whatever
+		// part of the response already went out.
 		panic(http.ErrAbortHandler)
 	}
-	wh := w.Header()
-	for _, p := range res.Headers {
+	if !dn.started {
+		dn.Headers(res.Status, res.Headers, res.Body, true)
+	}
+}
+
+// httpDownstream writes the response to the client as the filter releases
+// it: a response released whole gets its exact Content-Length; one that
+// streams keeps the upstream's Content-Length, or goes out chunked.
+type httpDownstream struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (d *httpDownstream) Headers(status int, headers [][2]string, body []byte, complete bool) {
+	d.started = true
+	wh := d.w.Header()
+	for _, p := range headers {
 		if hopHeaders[p[0]] || p[0] == "transfer-encoding" || p[0] == "content-length" || strings.HasPrefix(p[0], ":") {
 			continue
 		}
 		wh.Add(p[0], p[1])
 	}
-	wh.Set("Content-Length", fmt.Sprint(len(res.Body)))
-	w.WriteHeader(res.Status)
-	_, _ = w.Write(res.Body)
+	if complete {
+		wh.Set("Content-Length", strconv.Itoa(len(body)))
+	} else if v, ok := headerGet(headers, "content-length"); ok {
+		wh.Set("Content-Length", v)
+	}
+	d.w.WriteHeader(status)
+	if len(body) > 0 {
+		_, _ = d.w.Write(body)
+	}
+	if !complete {
+		_ = http.NewResponseController(d.w).Flush()
+	}
+}
+
+func (d *httpDownstream) Data(b []byte) {
+	_, _ = d.w.Write(b)
+	_ = http.NewResponseController(d.w).Flush()
 }
 
 func protocolName(r *http.Request) string {
@@ -140,27 +173,12 @@ func NewHTTPUpstream(base string) (*HTTPUpstream, error) {
 	}}, nil
 }
 
-// RoundTrip implements Upstream.
+// RoundTrip implements Upstream: the whole request, the whole response.
 func (u *HTTPUpstream) RoundTrip(ctx context.Context, r *UpstreamRequest) (*Response, error) {
-	method, _ := headerGet(r.Headers, ":method")
-	path, _ := headerGet(r.Headers, ":path")
-	authority, _ := headerGet(r.Headers, ":authority")
-	// The path goes out verbatim (URL.Opaque), so malformed escapes that
-	// WAF tests send reach the upstream unchanged.
-	target := &url.URL{Scheme: u.Base.Scheme, Host: u.Base.Host, Opaque: strings.TrimSuffix(u.Base.Path, "/") + path}
-	req, err := http.NewRequestWithContext(ctx, method, u.Base.String(), bytes.NewReader(r.Body))
+	req, err := u.request(ctx, r.Headers, bytes.NewReader(r.Body), int64(len(r.Body)))
 	if err != nil {
 		return nil, err
 	}
-	req.URL = target
-	req.Host = authority
-	for _, p := range r.Headers {
-		if strings.HasPrefix(p[0], ":") || hopHeaders[p[0]] || p[0] == "content-length" || p[0] == "transfer-encoding" {
-			continue
-		}
-		req.Header.Add(p[0], p[1])
-	}
-	req.ContentLength = int64(len(r.Body))
 	resp, err := u.Client.Do(req)
 	if err != nil {
 		return nil, err
@@ -170,6 +188,72 @@ func (u *HTTPUpstream) RoundTrip(ctx context.Context, r *UpstreamRequest) (*Resp
 	if err != nil {
 		return nil, err
 	}
+	out := responseOf(resp)
+	if len(body) > 0 {
+		out.Body = [][]byte{body}
+	}
+	return out, nil
+}
+
+// Open implements StreamingUpstream: the request goes out as soon as its
+// headers are released, with the request's Content-Length (chunked when
+// it has none and the body is not whole yet), and each released chunk is
+// written as it comes; a reset cuts the request off. The response body is
+// handed over as it arrives.
+func (u *HTTPUpstream) Open(ctx context.Context, r *UpstreamRequest, body *UpstreamBody) (*Response, error) {
+	var rd io.Reader = body
+	size := int64(-1)
+	if n, whole := body.Complete(); whole {
+		size = int64(n)
+		if n == 0 {
+			rd = http.NoBody
+		}
+	} else if v, ok := headerGet(r.Headers, "content-length"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			size = n
+		}
+	}
+	req, err := u.request(ctx, r.Headers, rd, size)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := u.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	out := responseOf(resp)
+	if resp.ContentLength == 0 || req.Method == http.MethodHead {
+		resp.Body.Close()
+	} else {
+		out.BodyReader = resp.Body
+	}
+	return out, nil
+}
+
+func (u *HTTPUpstream) request(ctx context.Context, headers [][2]string, body io.Reader, size int64) (*http.Request, error) {
+	method, _ := headerGet(headers, ":method")
+	path, _ := headerGet(headers, ":path")
+	authority, _ := headerGet(headers, ":authority")
+	// The path goes out verbatim (URL.Opaque), so malformed escapes that
+	// WAF tests send reach the upstream unchanged.
+	target := &url.URL{Scheme: u.Base.Scheme, Host: u.Base.Host, Opaque: strings.TrimSuffix(u.Base.Path, "/") + path}
+	req, err := http.NewRequestWithContext(ctx, method, u.Base.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL = target
+	req.Host = authority
+	for _, p := range headers {
+		if strings.HasPrefix(p[0], ":") || hopHeaders[p[0]] || p[0] == "content-length" || p[0] == "transfer-encoding" {
+			continue
+		}
+		req.Header.Add(p[0], p[1])
+	}
+	req.ContentLength = size
+	return req, nil
+}
+
+func responseOf(resp *http.Response) *Response {
 	out := &Response{Status: resp.StatusCode}
 	keys := make([]string, 0, len(resp.Header))
 	for k := range resp.Header {
@@ -185,8 +269,5 @@ func (u *HTTPUpstream) RoundTrip(ctx context.Context, r *UpstreamRequest) (*Resp
 			out.Headers = append(out.Headers, [2]string{lk, v})
 		}
 	}
-	if len(body) > 0 {
-		out.Body = [][]byte{body}
-	}
-	return out, nil
+	return out
 }

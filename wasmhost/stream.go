@@ -138,6 +138,14 @@ type Stream struct {
 	down         Result
 	wake         chan struct{}
 
+	// up is the request towards a StreamingUpstream (nil otherwise); dn
+	// gets the response as it is released, dnHeaders and dnSent say what
+	// it got.
+	up        *upFeed
+	dn        Downstream
+	dnHeaders bool
+	dnSent    int
+
 	// ContinueWithoutPause counts proxy_continue_stream calls on a
 	// direction that was not paused, which Envoy treats as a programming
 	// error (notes 2.4).
@@ -382,6 +390,9 @@ func (s *Stream) pump(isResp bool) Action {
 		}
 		break
 	}
+	if !isResp {
+		s.syncUpstream()
+	}
 	return last
 }
 
@@ -591,6 +602,7 @@ func (s *Stream) sendLocalReply(lr *LocalReply) {
 	if !s.resp.seen && !s.replying {
 		s.req.aborted = true
 		s.req.held, s.req.buf = nil, nil
+		s.syncUpstream()
 		s.replying = true
 		s.down.LocalReply = true
 		h, body := localReplyHeaders(lr, s.isHead())
@@ -646,6 +658,7 @@ func localReplyHeaders(lr *LocalReply, head bool) ([][2]string, []byte) {
 // sendLocalReply, and the 503 of a failed VM.
 func (s *Stream) directReply(lr *LocalReply) {
 	s.req.aborted = true
+	s.syncUpstream()
 	if s.resp.hdrsOut {
 		s.resetStream(lr.Details)
 		return
@@ -685,6 +698,7 @@ func (s *Stream) resetStream(details string) {
 	s.reset = true
 	s.details = details
 	s.req.aborted, s.resp.aborted = true, true
+	s.syncUpstream()
 	s.signal()
 }
 
@@ -711,6 +725,7 @@ func (s *Stream) end() {
 	}
 	s.create()
 	s.ended = true
+	s.syncUpstream()
 	s.signal()
 	if s.mode != modeNormal || s.vmDead() {
 		return
