@@ -68,9 +68,10 @@
 //
 // # Known deviations from Envoy
 //
-//   - A plain Upstream (EchoUpstream, an UpstreamFunc) is called once the
-//     whole request has passed the filter; only a StreamingUpstream sees
-//     the request start at the headers. The upstream's response is given
+//   - A plain Upstream (an UpstreamFunc) is called once the whole request
+//     has passed the filter; a StreamingUpstream (HTTPUpstream and the
+//     built-in EchoUpstream) sees the request start at the headers and its
+//     body as it is released. The upstream's response is given
 //     to the filter once the host has fed the whole request (an early
 //     upstream response waits for it), and Handler sends an empty end of
 //     stream frame after a chunked request body.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -41,6 +42,21 @@ type reflectSpec struct {
 	EncodedBody  string            `json:"encodedBody"`
 	EncodedBody2 string            `json:"encoded_body"`
 	LogMessage   string            `json:"logMessage"`
+}
+
+// Open implements StreamingUpstream: the echo takes the request as soon
+// as its headers continue, as Envoy's upstream does, reads the body as the
+// filter releases it and answers once it has all of it, as RoundTrip
+// would. A request reset before its end (a later local reply) gets no
+// answer: Open returns ErrUpstreamReset.
+func (e EchoUpstream) Open(ctx context.Context, r *UpstreamRequest, body *UpstreamBody) (*Response, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	req := *r
+	req.Body, req.Trailers = data, body.Trailers()
+	return e.RoundTrip(ctx, &req)
 }
 
 // RoundTrip implements Upstream.

@@ -1,6 +1,7 @@
 package wasmhost
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -161,5 +162,53 @@ func TestHandler_streamsBothWays(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "ok" || !g.Complete || string(g.Body()) != "part one, part two" || len(g.Chunks) < 2 {
 		t.Errorf("client %d %q; upstream complete %v body %q in %d reads; want 200 ok, the whole body in at least 2 reads",
 			resp.StatusCode, b, g.Complete, g.Body(), len(g.Chunks))
+	}
+}
+
+// TestEchoUpstream_streams: the built-in upstream is a streaming one: it
+// answers with the body the filter released, chunk by chunk, once the
+// request completed, and gives no answer to a request reset before that.
+func TestEchoUpstream_streams(t *testing.T) {
+	var up Upstream = EchoUpstream{}
+	su, ok := up.(StreamingUpstream)
+	if !ok {
+		t.Fatal("EchoUpstream is not a StreamingUpstream")
+	}
+	req := &UpstreamRequest{Headers: [][2]string{{":method", "POST"}, {":path", "/anything"}, {"content-type", "text/plain"}}}
+	body := newUpstreamBody()
+	type answer struct {
+		resp *Response
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := su.Open(context.Background(), req, body)
+		got <- answer{resp, err}
+	}()
+	body.push([]byte("hello "))
+	select {
+	case a := <-got:
+		t.Fatalf("answered before the body ended: %+v", a)
+	case <-time.After(50 * time.Millisecond):
+	}
+	body.push([]byte("world"))
+	body.end(nil)
+	a := <-got
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if b := bytes.Join(a.resp.Body, nil); a.resp.Status != 200 || !bytes.Contains(b, []byte(`"body":"hello world"`)) {
+		t.Fatalf("status %d, body %s", a.resp.Status, b)
+	}
+
+	body = newUpstreamBody()
+	go func() {
+		resp, err := su.Open(context.Background(), req, body)
+		got <- answer{resp, err}
+	}()
+	body.push([]byte("part"))
+	body.abort()
+	if a := <-got; !errors.Is(a.err, ErrUpstreamReset) || a.resp != nil {
+		t.Fatalf("after a reset: %+v, want ErrUpstreamReset and no answer", a)
 	}
 }
