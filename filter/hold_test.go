@@ -143,6 +143,23 @@ var holdCases = []holdCase{
 // off (Envoy as it is by default) and on (with
 // allow_on_headers_stop_iteration, as the mode asks), on every runner.
 func TestPlugin_holdHeaders(t *testing.T) {
+	forEachHoldCase(t, func(t *testing.T, p loadedPlugin, tc holdCase, want holdWant, hold bool) {
+		got := p.do(t, tc.ex)
+		if got.status != want.status || (want.body != "" && string(got.body) != want.body) ||
+			got.upstreamHeaders != want.upstreamHeaders || got.upstream != want.upstream {
+			t.Errorf("got status %d body %q, upstream saw headers %v, whole request %v; want %d %q, %v, %v",
+				got.status, got.body, got.upstreamHeaders, got.upstream, want.status, want.body, want.upstreamHeaders, want.upstream)
+		}
+		if v, ok := p.metric(metricActive); !ok || v != 0 {
+			t.Errorf("metric %s: got %d (defined: %v), want 0: a transaction was left open", metricActive, v, ok)
+		}
+	})
+}
+
+// forEachHoldCase runs fn for every hold case with the mode off and on,
+// on every runner, with the plugin loaded as the mode asks (the mode on
+// with allow_on_headers_stop_iteration) and the expectation of the mode.
+func forEachHoldCase(t *testing.T, fn func(t *testing.T, p loadedPlugin, tc holdCase, want holdWant, hold bool)) {
 	forEachRunner(t, func(t *testing.T, r runner) {
 		for _, mode := range []struct {
 			name string
@@ -159,15 +176,7 @@ func TestPlugin_holdHeaders(t *testing.T) {
 					if mode.hold {
 						want = tc.on
 					}
-					got := p.do(t, tc.ex)
-					if got.status != want.status || (want.body != "" && string(got.body) != want.body) ||
-						got.upstreamHeaders != want.upstreamHeaders || got.upstream != want.upstream {
-						t.Errorf("got status %d body %q, upstream saw headers %v, whole request %v; want %d %q, %v, %v",
-							got.status, got.body, got.upstreamHeaders, got.upstream, want.status, want.body, want.upstreamHeaders, want.upstream)
-					}
-					if v, ok := p.metric(metricActive); !ok || v != 0 {
-						t.Errorf("metric %s: got %d (defined: %v), want 0: a transaction was left open", metricActive, v, ok)
-					}
+					fn(t, p, tc, want, mode.hold)
 				})
 			}
 		}
@@ -252,42 +261,24 @@ func httpRecorder() *upstreamtest.Recorder {
 func TestPlugin_holdHeadersHTTP(t *testing.T) {
 	rec := httpRecorder()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}, Timeout: 20 * time.Second}
-	forEachRunner(t, func(t *testing.T, r runner) {
-		for _, mode := range []struct {
-			name string
-			hold bool
-		}{{"off", false}, {"on", true}} {
-			for _, tc := range holdCases {
-				t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
-					p, err := r.loadEnvoy(t, holdConfig(mode.hold, tc.extra), envoyConfig{stopIteration: mode.hold})
-					if err != nil {
-						t.Fatalf("load: %v", err)
-					}
-					defer p.close()
-					f, ok := p.(httpFronted)
-					if !ok {
-						t.Skip("this runner has no HTTP server")
-					}
-					base := f.front(t, rec.URL)
-					want := tc.off
-					if mode.hold {
-						want = tc.on
-					}
-					runHoldHTTP(t, client, rec, base, tc, want, !mode.hold)
-					deadline := time.Now().Add(time.Second)
-					for {
-						v, ok := p.metric(metricActive)
-						if ok && v == 0 {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Errorf("metric %s: got %d (defined: %v), want 0: a transaction was left open", metricActive, v, ok)
-							break
-						}
-						time.Sleep(10 * time.Millisecond)
-					}
-				})
+	forEachHoldCase(t, func(t *testing.T, p loadedPlugin, tc holdCase, want holdWant, hold bool) {
+		f, ok := p.(httpFronted)
+		if !ok {
+			t.Skip("this runner has no HTTP server")
+		}
+		base := f.front(t, rec.URL)
+		runHoldHTTP(t, client, rec, base, tc, want, !hold)
+		deadline := time.Now().Add(time.Second)
+		for {
+			v, ok := p.metric(metricActive)
+			if ok && v == 0 {
+				break
 			}
+			if time.Now().After(deadline) {
+				t.Errorf("metric %s: got %d (defined: %v), want 0: a transaction was left open", metricActive, v, ok)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 }
