@@ -512,7 +512,7 @@ type phasePlan struct {
 	// memo remembers, across transactions, which trie rules match a
 	// value (see memo.go), for the collections memoVar says.
 	memo    memo
-	memoVar []bool
+	memoVar []memoRule
 }
 
 // segment is one stretch of a phase: the rules between two places a

@@ -276,3 +276,73 @@ SecMarker END
 		tx.Close()
 	}
 }
+
+// TestScreen_bodyMemo: the short values of a body (ARGS_POST, up to
+// memoMaxBodyValue bytes) are remembered apart from the headers' and the
+// query's: a fresh body never empties the memo of the others, a longer
+// body value is never remembered, and what a remembered value matches is
+// what it matched when it was judged.
+func TestScreen_bodyMemo(t *testing.T) {
+	waf, ix := compile(t, `SecRuleEngine On
+SecRequestBodyAccess On
+SecRule ARGS "@rx attack" "id:1,phase:2,pass,log,t:none,t:lowercase"
+SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
+`)
+	post := func(body string) []int {
+		tx := waf.NewTransaction()
+		defer tx.Close()
+		tx.ProcessURI("/", "POST", "HTTP/1.1")
+		tx.AddRequestHeader("Content-Type", "application/x-www-form-urlencoded")
+		tx.AddRequestHeader("X-Same", "value")
+		tx.ProcessRequestHeaders()
+		if _, _, err := tx.WriteRequestBody([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int
+		for _, mr := range tx.MatchedRules() {
+			ids = append(ids, mr.Rule().ID())
+		}
+		return ids
+	}
+	m := &ix.plans[types.PhaseRequestBody].memo
+	long := strings.Repeat("x", memoMaxBodyValue+1)
+	for i := 0; i < 2; i++ {
+		if got := post("a=ATTACK&b=calm&c=" + long); !slices.Equal(got, []int{1}) {
+			t.Fatalf("pass %d: matched %v, want [1]", i, got)
+		}
+	}
+	inBody := func(v string) bool {
+		for k := range m.body {
+			if k.value == v {
+				return true
+			}
+		}
+		return false
+	}
+	if !inBody("ATTACK") || !inBody("calm") || inBody(long) {
+		t.Errorf("body memo %v: want ATTACK and calm, not the %d-byte value", m.body, len(long))
+	}
+	headers := len(m.entries)
+	if headers == 0 {
+		t.Fatal("the headers' values were not remembered")
+	}
+	for i := 0; i < memoMaxEntries/100+1; i++ {
+		var b strings.Builder
+		for j := 0; j < 100; j++ {
+			fmt.Fprintf(&b, "k%d=v%d-%d&", j, i, j)
+		}
+		if got := post(b.String()); len(got) != 0 {
+			t.Fatalf("fresh body matched %v", got)
+		}
+	}
+	if len(m.entries) < headers || len(m.body) > memoMaxEntries {
+		t.Errorf("after %d fresh body values: %d header entries (before %d), %d body entries (at most %d)",
+			(memoMaxEntries/100+1)*100, len(m.entries), headers, len(m.body), memoMaxEntries)
+	}
+	if got := post("a=ATTACK"); !slices.Equal(got, []int{1}) {
+		t.Errorf("after the body memo filled: matched %v, want [1]", got)
+	}
+}

@@ -19,12 +19,24 @@ import (
 // same way), and lists every rule of the batch that matches, whether
 // decided before or not.
 //
-// Values of the body (ARGS_POST, REQUEST_BODY, XML, files, the response
-// body) are free text that seldom repeats across requests: they are not
-// remembered, nor are values longer than memoMaxValue bytes.
+// Values of the body are mostly free text that seldom repeats across
+// requests: REQUEST_BODY, XML, files and the response body are not
+// remembered, nor are values longer than memoMaxValue bytes. The short
+// values of ARGS_POST (up to memoMaxBodyValue bytes: the numbers, flags,
+// enumerations and identifiers of a JSON or form body) do repeat, and are
+// remembered apart (body), so that a stream of fresh ones never empties
+// the memo of the headers.
 type memo struct {
 	batches [][]int // the batches seen, by ID
 	entries map[memoKey][]int32
+	body    map[memoKey][]int32
+}
+
+// memoRule is how the values of one collection are remembered: up to max
+// bytes (0: not at all), in the body memo or the other.
+type memoRule struct {
+	max  int
+	body bool
 }
 
 type memoKey struct {
@@ -37,20 +49,23 @@ type memoKey struct {
 // emptied and fills again, so a VM never holds more than about
 // memoMaxEntries × (memoMaxValue + 100) bytes in it per phase.
 const (
-	memoMaxEntries = 4096
-	memoMaxValue   = 128
-	memoMaxBatches = 64
+	memoMaxEntries   = 4096
+	memoMaxValue     = 128
+	memoMaxBodyValue = 32
+	memoMaxBatches   = 64
 )
 
-// memoized reports whether the values of collection v are remembered.
-func memoized(v variables.RuleVariable) bool {
+// memoized says how the values of collection v are remembered.
+func memoized(v variables.RuleVariable) memoRule {
 	switch v {
-	case variables.ArgsPost, variables.RequestBody, variables.XML, variables.Files,
+	case variables.ArgsPost:
+		return memoRule{max: memoMaxBodyValue, body: true}
+	case variables.RequestBody, variables.XML, variables.Files,
 		variables.MultipartName, variables.MultipartFilename, variables.MultipartPartHeaders,
 		variables.ResponseBody:
-		return false
+		return memoRule{}
 	}
-	return true
+	return memoRule{max: memoMaxValue}
 }
 
 // batchID returns the ID of a batch of stretches, adding it; -1 when the
@@ -69,20 +84,28 @@ func (m *memo) batchID(batch []int) int {
 }
 
 // get returns the rules value matches in collection vi for a batch.
-func (m *memo) get(batch, vi int, value string) ([]int32, bool) {
-	r, ok := m.entries[memoKey{uint16(batch), uint8(vi), value}]
+func (m *memo) get(batch, vi int, value string, body bool) ([]int32, bool) {
+	entries := m.entries
+	if body {
+		entries = m.body
+	}
+	r, ok := entries[memoKey{uint16(batch), uint8(vi), value}]
 	return r, ok
 }
 
 // put remembers what value matches. The value is copied: the memo
 // outlives the transaction whose memory holds it.
-func (m *memo) put(batch, vi int, value string, matched []int32) {
-	if m.entries == nil || len(m.entries) >= memoMaxEntries {
-		m.entries = make(map[memoKey][]int32, 256)
+func (m *memo) put(batch, vi int, value string, matched []int32, body bool) {
+	entries := &m.entries
+	if body {
+		entries = &m.body
+	}
+	if *entries == nil || len(*entries) >= memoMaxEntries {
+		*entries = make(map[memoKey][]int32, 256)
 	}
 	var keep []int32
 	if len(matched) != 0 {
 		keep = slices.Clone(matched)
 	}
-	m.entries[memoKey{uint16(batch), uint8(vi), string([]byte(value))}] = keep
+	(*entries)[memoKey{uint16(batch), uint8(vi), string([]byte(value))}] = keep
 }

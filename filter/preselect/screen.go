@@ -323,24 +323,25 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		if vars&bit == 0 {
 			continue
 		}
-		remember := batchID >= 0 && pp.memoVar[i]
+		mr := pp.memoVar[i]
+		remember := batchID >= 0 && mr.max > 0
 		for _, md := range st.valuesOf(i, v, tx) {
 			if st.open[0] == 0 {
 				break
 			}
 			value := md.Value()
 			st.scans = st.scans[:0]
-			if !remember || len(value) > memoMaxValue {
+			if !remember || len(value) > mr.max {
 				st.visit(pp, pp.root, value, true, i, st.newScan(pp))
 				continue
 			}
-			found, ok := pp.memo.get(batchID, i, value)
+			found, ok := pp.memo.get(batchID, i, value, mr.body)
 			if !ok {
 				st.found = st.found[:0]
 				st.valueGen++
 				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp))
 				found = st.found
-				pp.memo.put(batchID, i, value, found)
+				pp.memo.put(batchID, i, value, found, mr.body)
 			}
 			for _, idx := range found {
 				if r := pp.rules[idx]; st.rules[idx] == inBatch {
