@@ -466,10 +466,11 @@ type Index struct {
 	Skipped map[string]int
 	// why holds the reason of each rule counted in Skipped.
 	why map[int]string
-	// prelude is the opening of phase 1 that every transaction starts
-	// past (prelude.go), nil when there is none; phase1IDs are the IDs
-	// of the rules of phase 1.
+	// prelude is what every transaction starts past (prelude.go), nil
+	// when there is none; plan is what Snapshot makes it from; phase1IDs
+	// are the IDs of the rules of phase 1.
 	prelude   *prelude
+	plan      *preludePlan
 	phase1IDs []int
 }
 
@@ -760,7 +761,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 		}
 	}
 	if !skipToEnd {
-		ix.prelude = buildPrelude(kept, byPhase, ix.plans, windowed, facts)
+		ix.plan = buildPrelude(kept, byPhase, ix.plans, windowed, facts)
 	}
 	return ix
 }

@@ -3,8 +3,8 @@ package preselect
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/corazawaf/coraza/v3"
@@ -28,21 +28,24 @@ import (
 //     (which would change HIGHEST_SEVERITY) and with setvar of plain TX
 //     keys, whose values expand only TX keys; no chain, ctl, capture,
 //     skip or any other action; or
-//   - inert: a rule the screen judges on TX values alone (screen.go),
-//     which matches none of the values the constant rules leave, and whose
-//     keys no later constant rule of the run writes (so those values are
-//     the ones it reads).
+//   - judged: a rule the screen judges on TX values alone (screen.go),
+//     whose keys no later constant rule of the run writes (so the values
+//     the constant rules leave are the ones it reads): one that matches
+//     none of them (inertRule), or a jump that always jumps (gateRule),
+//     whose rules up to its marker then never run; or
+//   - aside: a rule that reads and writes no TX and cannot stop, skip or
+//     remove rules (asideRule); it stays, and Coraza evaluates it.
 //
 // A transaction then starts with the TX values the run leaves, and without
-// its rules: Coraza evaluates neither. Since nothing in the run reads
-// anything but TX, and nothing before it runs, its rules decide and write
-// the same in every transaction: no rule reads TX in between (they are all
-// removed) and every rule after the run reads the same values.
+// its other rules. Since nothing in the run reads anything but TX, and
+// nothing before it runs, its rules decide and write the same in every
+// transaction: no rule reads TX in between (the asides read none) and
+// every rule after the run reads the same values.
 //
 // What the run leaves is taken from Coraza itself, once per WAF: Snapshot
 // runs a transaction in which only the constant rules are left, and reads
-// its TX collection. The inert rules are then judged on those values; if
-// one would match, the rule set has no prelude.
+// its TX collection. The judged rules are then judged on those values; if
+// one decides otherwise, the rule set has no prelude.
 //
 // Past the opening, a rule that reads only TX keys that no rule before it
 // may write but the opening's constant ones decides the same in every
@@ -55,22 +58,25 @@ import (
 // matching rule's among the others; a rule set in which a rule reads
 // MATCHED_VAR before it matches has no prelude.
 type prelude struct {
-	constant []int // IDs, in rule-set order
-	judged   []judged
-	removed  []int // every rule it stands for (after Snapshot: by ID)
-	// decided are the rules past the opening whose decision is constant;
-	// ids are the IDs of every rule of the WAF, in order.
-	decided []decision
-	ids     []int
-	single  []int // removed one by one
-	// ranges are the run's rule IDs as ID ranges holding no other rule
-	// of the WAF, each removed from a transaction with one
-	// RemoveRuleByIDRange.
-	ranges [][2]int
-	// keys and values are the TX entries the run leaves (Snapshot).
+	// keys and values are the TX entries the run leaves.
 	keys   []string
 	values [][]string
-	ready  bool
+	// ranges and single remove the rules it stands for (removed, in ID
+	// order) from a transaction: ranges of IDs that hold no other rule of
+	// the WAF, single IDs one by one (see minRange).
+	ranges  [][2]int
+	single  []int
+	removed []int
+}
+
+// preludePlan is what the builder finds (buildPrelude); Snapshot makes the
+// prelude from it.
+type preludePlan struct {
+	constant map[int]bool // the opening's constant rules
+	judged   []judged     // the opening's rules whose decision Snapshot checks
+	opening  map[int]bool // every rule of the opening Coraza no longer evaluates
+	decided  []decision   // past the opening
+	ids      []int        // the ID of every rule of the WAF, ascending
 }
 
 // preludeActions are the actions a constant rule may have.
@@ -131,7 +137,7 @@ func constantSetvar(v string) bool {
 // pp: its plan) among the WAF's rules (kept). It returns nil when the rule
 // set has none, or when a directive makes it unsafe.
 func buildPrelude(kept []observedAt, byPhase map[types.RulePhase][]observedAt, plans [types.PhaseLogging + 1]*phasePlan,
-	windowed map[int]bool, facts directiveFacts) *prelude {
+	windowed map[int]bool, facts directiveFacts) *preludePlan {
 	inPhase, pp := byPhase[types.PhaseRequestHeaders], plans[types.PhaseRequestHeaders]
 	if pp == nil || facts.updateAll || facts.targetsUpdateAll || facts.defaultsWrite ||
 		facts.defaultsSkip || facts.defaultsOther {
@@ -146,50 +152,42 @@ func buildPrelude(kept []observedAt, byPhase map[types.RulePhase][]observedAt, p
 	for _, r := range pp.rules {
 		byPos[r.pos] = r
 	}
-	p := &prelude{}
-	member := map[int]bool{}
+	p := &preludePlan{constant: map[int]bool{}, opening: map[int]bool{}}
 	var judgedAt []int // index in inPhase of each rule of p.judged
 run:
 	for i := 0; i < len(inPhase); i++ {
 		r := inPhase[i]
 		switch {
 		case constantRule(r.observed, facts):
-			p.constant = append(p.constant, r.id)
+			p.constant[r.id] = true
 		case asideRule(r.observed, facts):
 			continue
 		case gateRule(r.observed, byPos[r.pos]):
 			// It must jump (Snapshot checks), over the rules up to its
 			// marker, which then never run.
-			mark := strings.Trim(actionValue(r.parsed.actions, "skipafter"), `"'`)
-			end := -1
-			for _, m := range kept {
-				if m.pos > r.pos && m.secMark == mark {
-					end = m.pos
-					break
-				}
-			}
-			if end < 0 {
+			ok, over := jumpsOver(kept, inPhase, i, facts)
+			if !ok {
 				break run
 			}
 			p.judged = append(p.judged, judged{byPos[r.pos], true})
 			judgedAt = append(judgedAt, i)
-			for i+1 < len(inPhase) && inPhase[i+1].pos < end {
-				i++
-				member[inPhase[i].id] = true
+			for _, id := range over {
+				p.opening[id] = true
 			}
+			i += len(over)
 		case inertRule(byPos[r.pos]):
 			p.judged = append(p.judged, judged{byPos[r.pos], false})
 			judgedAt = append(judgedAt, i)
 		default:
 			break run
 		}
-		member[r.id] = true
+		p.opening[r.id] = true
 	}
 	// A judged rule must read the values the run leaves: no constant
 	// rule after it writes its keys.
 	for n, i := range judgedAt {
 		for _, later := range inPhase[i+1:] {
-			if !member[later.id] || !slices.Contains(p.constant, later.id) {
+			if !p.constant[later.id] {
 				continue
 			}
 			for _, k := range p.judged[n].r.txKeys {
@@ -202,9 +200,6 @@ run:
 	if len(p.constant) == 0 {
 		return nil
 	}
-	for id := range member {
-		p.removed = append(p.removed, id)
-	}
 	for _, r := range kept {
 		if r.id != 0 {
 			p.ids = append(p.ids, r.id)
@@ -212,7 +207,7 @@ run:
 	}
 	slices.Sort(p.ids)
 	p.ids = slices.Compact(p.ids)
-	p.decided = constantDecisions(kept, byPhase, plans, windowed, facts, member, p.constant)
+	p.decided = constantDecisions(kept, byPhase, plans, windowed, facts, p.opening, p.constant)
 	return p
 }
 
@@ -230,9 +225,9 @@ type decision struct {
 }
 
 // constantDecisions finds the decisions (see decision) of the rule set
-// past the opening (member: its rules, constant: its constant rules).
+// past the opening (opening: its rules, constant: its constant rules).
 func constantDecisions(kept []observedAt, byPhase map[types.RulePhase][]observedAt, plans [types.PhaseLogging + 1]*phasePlan,
-	windowed map[int]bool, facts directiveFacts, member map[int]bool, constant []int) []decision {
+	windowed map[int]bool, facts directiveFacts, opening, constant map[int]bool) []decision {
 	// firstWriter: for a TX key, the earliest rule (phase, position)
 	// other than a constant one that may write it.
 	firstWriter := map[string][2]int{}
@@ -242,7 +237,7 @@ func constantDecisions(kept []observedAt, byPhase map[types.RulePhase][]observed
 		}
 		w := [2]int{int(types.PhaseLogging) + 1, 0}
 		for _, r := range kept {
-			if r.secMark != "" || slices.Contains(constant, r.id) || !r.writes.touches(k) {
+			if r.secMark != "" || constant[r.id] || !r.writes.touches(k) {
 				continue
 			}
 			if at := [2]int{int(r.phase), r.pos}; at[0] < w[0] || at[0] == w[0] && at[1] < w[1] {
@@ -266,7 +261,7 @@ func constantDecisions(kept []observedAt, byPhase map[types.RulePhase][]observed
 	rules:
 		for i, r := range inPhase {
 			sr := byPos[r.pos]
-			if member[r.id] || windowed[r.pos] || !inertRule(sr) {
+			if opening[r.id] || windowed[r.pos] || !inertRule(sr) {
 				continue
 			}
 			for _, k := range sr.txKeys {
@@ -450,11 +445,11 @@ type txRemover interface {
 // prelude and the error says why. It reports the number of rules each
 // transaction no longer evaluates.
 func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
-	p := ix.prelude
+	p := ix.plan
 	if p == nil {
 		return 0, nil
 	}
-	ix.prelude = nil
+	ix.plan = nil
 	tx := waf.NewTransaction()
 	defer func() { _ = tx.Close() }()
 	ts, ok1 := tx.(plugintypes.TransactionState)
@@ -462,12 +457,8 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	if !ok1 || !ok2 || tx.IsRuleEngineOff() {
 		return 0, errors.New("the transaction is not Coraza's, or the rule engine is off")
 	}
-	constant := map[int]bool{}
-	for _, id := range p.constant {
-		constant[id] = true
-	}
 	for _, id := range ix.phase1IDs {
-		if !constant[id] {
+		if !p.constant[id] {
 			rm.RemoveRuleByID(id)
 		}
 	}
@@ -476,17 +467,16 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 		return 0, fmt.Errorf("the constant rules interrupted (rule %d)", it.RuleID)
 	}
 	for _, j := range p.judged {
-		if matchesTX(j.r, ts) != j.match {
+		if match, ok := matchesTX(j.r, ts); !ok || match != j.match {
 			return 0, fmt.Errorf("rule %d decides otherwise on the TX values the rules before it leave", j.r.id)
 		}
 	}
-	removed := map[int]bool{}
-	for _, id := range p.removed {
-		removed[id] = true
-	}
+	removed := p.opening
 	for _, d := range p.decided {
-		switch {
-		case !matchesTX(d.r, ts):
+		switch match, ok := matchesTX(d.r, ts); {
+		case !ok:
+			// Left to Coraza.
+		case !match:
 			removed[d.r.id] = true
 		case d.gate:
 			removed[d.r.id] = true
@@ -495,92 +485,58 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 			}
 		}
 	}
-	p.removed = p.removed[:0]
-	open := false
-	for _, id := range p.ids {
-		switch {
-		case !removed[id]:
-			open = false
-		case open:
-			p.ranges[len(p.ranges)-1][1] = id
-			p.removed = append(p.removed, id)
-		default:
-			p.ranges, open = append(p.ranges, [2]int{id, id}), true
-			p.removed = append(p.removed, id)
-		}
-	}
-	p.decided, p.ids = nil, nil
-	// A range costs Coraza a comparison for every rule it evaluates or
-	// skips in each phase; a single ID one map lookup it makes anyway.
-	ranges := p.ranges[:0]
-	for _, r := range p.ranges {
-		if n := countIn(p.removed, r); n >= minRange {
-			ranges = append(ranges, r)
+	pre := &prelude{}
+	// The removed rules in runs of consecutive IDs among the WAF's: a run
+	// of minRange rules or more is one range.
+	var run []int
+	flush := func() {
+		if len(run) >= minRange {
+			pre.ranges = append(pre.ranges, [2]int{run[0], run[len(run)-1]})
 		} else {
-			for _, id := range p.removed {
-				if id >= r[0] && id <= r[1] {
-					p.single = append(p.single, id)
-				}
-			}
+			pre.single = append(pre.single, run...)
+		}
+		run = run[:0]
+	}
+	for _, id := range p.ids {
+		if removed[id] {
+			run = append(run, id)
+			pre.removed = append(pre.removed, id)
+		} else if len(run) != 0 {
+			flush()
 		}
 	}
-	p.ranges = ranges
-	byKey := map[string]int{}
+	flush()
+	// FindAll reads a Go map: the keys are kept in one order.
+	values := map[string][]string{}
 	for _, md := range ts.Variables().TX().FindAll() {
-		i, ok := byKey[md.Key()]
-		if !ok {
-			i = len(p.keys)
-			byKey[md.Key()] = i
-			p.keys = append(p.keys, md.Key())
-			p.values = append(p.values, nil)
-		}
-		p.values[i] = append(p.values[i], md.Value())
+		values[md.Key()] = append(values[md.Key()], md.Value())
 	}
-	// FindAll reads a Go map: keep one order.
-	order := make([]int, len(p.keys))
-	for i := range order {
-		order[i] = i
+	pre.keys = slices.Sorted(maps.Keys(values))
+	for _, k := range pre.keys {
+		pre.values = append(pre.values, values[k])
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.keys[a], p.keys[b]) })
-	keys, values := make([]string, len(order)), make([][]string, len(order))
-	for i, o := range order {
-		keys[i], values[i] = p.keys[o], p.values[o]
-	}
-	p.keys, p.values, p.ready = keys, values, true
-	ix.prelude = p
-	return len(p.removed), nil
+	ix.prelude = pre
+	return len(pre.removed), nil
 }
 
-// matchesTX judges r, which reads only TX, on tx's values as Coraza would.
-func matchesTX(r *srule, tx plugintypes.TransactionState) bool {
-	judge := r.judge
-	if judge == nil {
-		var ok bool
-		if judge, ok = fastpath.JudgeIn(r.op, tx); !ok {
-			return true // cannot tell: count it as a match
-		}
+// matchesTX judges r, which reads only TX, on tx's values as Coraza would;
+// ok is false when it cannot.
+func matchesTX(r *srule, tx plugintypes.TransactionState) (match, ok bool) {
+	judge, ok := r.judgeFor(tx)
+	if !ok {
+		return false, false
 	}
 	col := tx.Variables().TX()
 	for _, t := range r.targets {
-		var vals []types.MatchData
-		if t.key == "" {
-			vals = col.FindAll()
-		} else {
+		vals := col.FindAll()
+		if t.key != "" {
 			vals = col.FindString(t.key)
 		}
-		if t.count {
-			if r.matchesValue(judge, strconv.Itoa(len(vals))) {
-				return true
-			}
-			continue
-		}
-		for _, md := range vals {
-			if r.matchesValue(judge, md.Value()) {
-				return true
-			}
+		if r.matchesTarget(judge, t, vals) {
+			return true, true
 		}
 	}
-	return false
+	return false, true
 }
 
 // Start gives a new transaction the prelude: the TX values its rules
@@ -588,7 +544,7 @@ func matchesTX(r *srule, tx plugintypes.TransactionState) bool {
 // and for a transaction whose rule engine is off (it evaluates nothing).
 func (ix *Index) Start(tx types.Transaction) {
 	p := ix.prelude
-	if p == nil || !p.ready || tx.IsRuleEngineOff() {
+	if p == nil || tx.IsRuleEngineOff() {
 		return
 	}
 	ts, ok1 := tx.(plugintypes.TransactionState)
@@ -613,22 +569,11 @@ func (ix *Index) Start(tx types.Transaction) {
 // one insertion in a map it looks up anyway.
 const minRange = 8
 
-func countIn(ids []int, r [2]int) int {
-	n := 0
-	for _, id := range ids {
-		if id >= r[0] && id <= r[1] {
-			n++
-		}
-	}
-	return n
-}
-
 // PreludeIDs returns the IDs of the rules the prelude stands for, in
 // ascending order (none before Snapshot).
 func (ix *Index) PreludeIDs() []int {
-	p := ix.prelude
-	if p == nil || !p.ready {
+	if ix.prelude == nil {
 		return nil
 	}
-	return slices.Clone(p.removed)
+	return slices.Clone(ix.prelude.removed)
 }

@@ -425,12 +425,9 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 	if pos < r.frozenFrom {
 		return false
 	}
-	judge := r.judge
-	if judge == nil {
-		var ok bool
-		if judge, ok = fastpath.JudgeIn(r.op, tx); !ok {
-			return false
-		}
+	judge, ok := r.judgeFor(tx)
+	if !ok {
+		return false
 	}
 	match := false
 	for _, t := range r.targets {
@@ -445,22 +442,36 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 		default:
 			vals = st.valuesOf(t.vi, t.v, tx)
 		}
-		if t.count {
-			// Coraza evaluates a count as one value, the number.
-			match = r.matchesValue(judge, strconv.Itoa(len(vals)))
-		} else {
-			for _, md := range vals {
-				if match = r.matchesValue(judge, md.Value()); match {
-					break
-				}
-			}
-		}
-		if match {
+		if match = r.matchesTarget(judge, t, vals); match {
 			break
 		}
 	}
 	st.decide(r, match)
 	return true
+}
+
+// judgeFor returns r's decision on one value with the macros of its
+// argument expanded from tx; false when it needs a transaction and cannot
+// have one.
+func (r *srule) judgeFor(tx plugintypes.TransactionState) (func(string) bool, bool) {
+	if r.judge != nil {
+		return r.judge, true
+	}
+	return fastpath.JudgeIn(r.op, tx)
+}
+
+// matchesTarget evaluates r on the values one of its targets read, as
+// Coraza does: a count as one value, the number; else each value.
+func (r *srule) matchesTarget(judge func(string) bool, t starget, vals []types.MatchData) bool {
+	if t.count {
+		return r.matchesValue(judge, strconv.Itoa(len(vals)))
+	}
+	for _, md := range vals {
+		if r.matchesValue(judge, md.Value()) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchesValue evaluates r on one value as Coraza does
