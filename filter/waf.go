@@ -114,7 +114,7 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 		return nil, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
 	}
 	ix := b.Finish(counted.RulesCount())
-	if _, err := ix.Snapshot(waf); err == nil && len(ix.PreludeIDs()) != 0 {
+	if n, err := ix.Snapshot(waf); err == nil && n != 0 {
 		// Without a prelude (err says why) every transaction evaluates
 		// the opening of phase 1 itself.
 		waf = preludeWAF{WAF: waf, ix: ix}
@@ -124,8 +124,8 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 }
 
 // preludeWAF starts each transaction past the rule set's prelude: the
-// opening rules of phase 1 that write the same TX values in every
-// transaction (preselect.Index.Start, docs/preselection.md).
+// rules that decide and write the same in every transaction, with the TX
+// values they leave (preselect.Index.Start, docs/preselection.md).
 type preludeWAF struct {
 	coraza.WAF
 	ix *preselect.Index

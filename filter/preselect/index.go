@@ -467,11 +467,9 @@ type Index struct {
 	// why holds the reason of each rule counted in Skipped.
 	why map[int]string
 	// prelude is what every transaction starts past (prelude.go), nil
-	// when there is none; plan is what Snapshot makes it from; phase1IDs
-	// are the IDs of the rules of phase 1.
-	prelude   *prelude
-	plan      *preludePlan
-	phase1IDs []int
+	// when there is none; plan is what Snapshot makes it from.
+	prelude *prelude
+	plan    *preludePlan
 }
 
 // Droppable returns the IDs of the rules the screen may remove in phase,
@@ -753,11 +751,6 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			if w {
 				windowed[inPhase[i].pos] = true
 			}
-		}
-	}
-	for _, r := range byPhase[types.PhaseRequestHeaders] {
-		if r.id != 0 {
-			ix.phase1IDs = append(ix.phase1IDs, r.id)
 		}
 	}
 	if !skipToEnd {

@@ -309,8 +309,9 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 	}
 	m := &ix.plans[types.PhaseRequestBody].memo
 	long := strings.Repeat("x", memoMaxBodyValue+1)
+	atLimit := strings.Repeat("y", memoMaxBodyValue)
 	for i := 0; i < 2; i++ {
-		if got := post("a=ATTACK&b=calm&c=" + long); !slices.Equal(got, []int{1}) {
+		if got := post("a=ATTACK&b=calm&c=" + long + "&d=" + atLimit); !slices.Equal(got, []int{1}) {
 			t.Fatalf("pass %d: matched %v, want [1]", i, got)
 		}
 	}
@@ -321,6 +322,9 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 			}
 		}
 		return false
+	}
+	if !inBody(atLimit) {
+		t.Errorf("a %d-byte body value was not remembered", len(atLimit))
 	}
 	if !inBody("ATTACK") || !inBody("calm") || inBody(long) {
 		t.Errorf("body memo %v: want ATTACK and calm, not the %d-byte value", m.body, len(long))

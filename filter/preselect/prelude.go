@@ -77,6 +77,7 @@ type preludePlan struct {
 	opening  map[int]bool // every rule of the opening Coraza no longer evaluates
 	decided  []decision   // past the opening
 	ids      []int        // the ID of every rule of the WAF, ascending
+	phase1   []int        // the IDs of the rules of phase 1
 }
 
 // preludeActions are the actions a constant rule may have.
@@ -204,6 +205,9 @@ run:
 		if r.id != 0 {
 			p.ids = append(p.ids, r.id)
 		}
+	}
+	for _, r := range inPhase {
+		p.phase1 = append(p.phase1, r.id)
 	}
 	slices.Sort(p.ids)
 	p.ids = slices.Compact(p.ids)
@@ -457,7 +461,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	if !ok1 || !ok2 || tx.IsRuleEngineOff() {
 		return 0, errors.New("the transaction is not Coraza's, or the rule engine is off")
 	}
-	for _, id := range ix.phase1IDs {
+	for _, id := range p.phase1 {
 		if !p.constant[id] {
 			rm.RemoveRuleByID(id)
 		}
@@ -486,26 +490,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 		}
 	}
 	pre := &prelude{}
-	// The removed rules in runs of consecutive IDs among the WAF's: a run
-	// of minRange rules or more is one range.
-	var run []int
-	flush := func() {
-		if len(run) >= minRange {
-			pre.ranges = append(pre.ranges, [2]int{run[0], run[len(run)-1]})
-		} else {
-			pre.single = append(pre.single, run...)
-		}
-		run = run[:0]
-	}
-	for _, id := range p.ids {
-		if removed[id] {
-			run = append(run, id)
-			pre.removed = append(pre.removed, id)
-		} else if len(run) != 0 {
-			flush()
-		}
-	}
-	flush()
+	pre.ranges, pre.single, pre.removed = removals(p.ids, removed)
 	// FindAll reads a Go map: the keys are kept in one order.
 	values := map[string][]string{}
 	for _, md := range ts.Variables().TX().FindAll() {
@@ -562,6 +547,32 @@ func (ix *Index) Start(tx types.Transaction) {
 	for _, id := range p.single {
 		rm.RemoveRuleByID(id)
 	}
+}
+
+// removals splits the removed rules among ids (every rule ID of the WAF,
+// ascending) into runs of consecutive IDs: a run of minRange rules or
+// more is one range, a shorter one single IDs. all is every removed ID,
+// ascending.
+func removals(ids []int, removed map[int]bool) (ranges [][2]int, single, all []int) {
+	var run []int
+	flush := func() {
+		if len(run) >= minRange {
+			ranges = append(ranges, [2]int{run[0], run[len(run)-1]})
+		} else {
+			single = append(single, run...)
+		}
+		run = run[:0]
+	}
+	for _, id := range ids {
+		if removed[id] {
+			run = append(run, id)
+			all = append(all, id)
+		} else if len(run) != 0 {
+			flush()
+		}
+	}
+	flush()
+	return ranges, single, all
 }
 
 // minRange is the fewest rules a range stands for: Coraza compares the ID

@@ -248,3 +248,41 @@ SecRule MATCHED_VAR "@streq 1" "id:4,phase:1,pass,log"
 		t.Errorf("matched %v, want [1 2 4]", got)
 	}
 }
+
+// TestRemovals: removed rules in a run of minRange consecutive IDs (among
+// the WAF's) are one range, a run one shorter single IDs; a range never
+// holds a rule that stays.
+func TestRemovals(t *testing.T) {
+	var ids []int
+	removed := map[int]bool{}
+	for id := 1; id <= 40; id++ {
+		ids = append(ids, id*10) // IDs with gaps: only the WAF's count
+	}
+	mark := func(from, n int) {
+		for i := range n {
+			removed[ids[from+i]] = true
+		}
+	}
+	mark(0, minRange)    // at the limit: a range
+	mark(minRange+1, 1)  // alone
+	mark(20, minRange-1) // one short: single IDs
+	ranges, single, all := removals(ids, removed)
+	if want := [][2]int{{ids[0], ids[minRange-1]}}; !slices.Equal(ranges, want) {
+		t.Errorf("ranges %v, want %v", ranges, want)
+	}
+	wantSingle := []int{ids[minRange+1]}
+	wantSingle = append(wantSingle, ids[20:20+minRange-1]...)
+	if !slices.Equal(single, wantSingle) {
+		t.Errorf("single %v, want %v", single, wantSingle)
+	}
+	if len(all) != 2*minRange {
+		t.Errorf("%d removed, want %d", len(all), 2*minRange)
+	}
+	for _, r := range ranges {
+		for _, id := range ids {
+			if id >= r[0] && id <= r[1] && !removed[id] {
+				t.Errorf("range %v holds rule %d, which stays", r, id)
+			}
+		}
+	}
+}
