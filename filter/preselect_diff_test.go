@@ -20,6 +20,7 @@ import (
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 
+	"github.com/wafguard/wafguard/filter/preselect"
 	"github.com/wafguard/wafguard/ftw"
 	"github.com/wafguard/wafguard/internal/benchreq"
 )
@@ -130,10 +131,11 @@ func runTrace(waf coraza.WAF, r *diffRequest, prelude map[int]bool) trace {
 	var ids, data, logs []string
 	for _, mr := range tx.MatchedRules() {
 		l, ok := mr.(loggedRule)
-		if ok && !l.Log() && prelude[mr.Rule().ID()] {
+		if ok && !l.Log() && (prelude[mr.Rule().ID()] || preselect.IsJump(mr.Rule().ID())) {
 			// A rule of the prelude, which the WAF with it does not
 			// evaluate: it logs nothing, and what it writes is in the
-			// TX aspect.
+			// TX aspect. Or a marker jump, which only the WAF with the
+			// preselection has.
 			continue
 		}
 		ids = append(ids, strconv.Itoa(mr.Rule().ID()))

@@ -101,8 +101,11 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 		return waf, nil
 	}
 	b := preselect.NewBuilder()
+	jumps := preselect.PlanJumps(compiled, rulesFS{})
+	compiled = jumps.Directives(compiled)
+	b.Jumps(jumps.IDs())
 	b.AddText(compiled)
-	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b})
+	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps})
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(compiled))
 	b.End()
@@ -114,9 +117,10 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 		return nil, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
 	}
 	ix := b.Finish(counted.RulesCount())
-	if n, err := ix.Snapshot(waf); err == nil && n != 0 {
-		// Without a prelude (err says why) every transaction evaluates
-		// the opening of phase 1 itself.
+	// Without a prelude (err says why) every transaction evaluates the
+	// opening of phase 1 itself.
+	_, _ = ix.Snapshot(waf)
+	if ix.NeedsStart() {
 		waf = preludeWAF{WAF: waf, ix: ix}
 	}
 	wafCache[key] = waf
@@ -145,17 +149,20 @@ func (w preludeWAF) NewTransactionWithID(id string) types.Transaction {
 	return tx
 }
 
-// recordingFS is rulesFS that also hands every file Coraza reads to the
-// preselection builder, which reads the directives in it.
+// recordingFS is rulesFS with the marker jumps planned into its files,
+// that also hands every file Coraza reads to the preselection builder,
+// which reads the directives in it.
 type recordingFS struct {
 	rulesFS
-	b *preselect.Builder
+	b     *preselect.Builder
+	jumps *preselect.JumpPlan
 }
 
 // ReadFile implements fs.ReadFileFS.
 func (r recordingFS) ReadFile(name string) ([]byte, error) {
 	data, err := rulesFS{}.ReadFile(name)
 	if err == nil {
+		data = r.jumps.File(name, data)
 		r.b.AddText(string(data))
 	}
 	return data, err

@@ -74,7 +74,14 @@ type Builder struct {
 	// inFactory: one of this project's operator factories is running;
 	// a file read now is its data.
 	inFactory bool
+	// jumps are the IDs of the marker jumps planned into the texts
+	// (PlanJumps).
+	jumps []int
 }
+
+// Jumps tells the builder the IDs of the marker jumps planned into the
+// rule set's texts, which Finish checks on the compiled rules.
+func (b *Builder) Jumps(ids []int) { b.jumps = ids }
 
 type observed struct {
 	id      int
@@ -200,7 +207,14 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 			b.rules[i].writes = &txWrites{}
 		}
 	}
-	ix := newIndex(b.rules, scanDirectives(b.texts), rulesInWAF, b.segment)
+	facts := scanDirectives(b.texts)
+	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
+	ix.jumpsOff = checkJumps(b.rules, facts, b.jumps)
+	for _, r := range b.rules {
+		if r.secMark == "" && slices.Contains(b.jumps, r.id) {
+			ix.jumps = append(ix.jumps, r.id)
+		}
+	}
 	b.rules, b.texts = nil, nil
 	b.index.Store(ix)
 	return ix
@@ -470,7 +484,20 @@ type Index struct {
 	// when there is none; plan is what Snapshot makes it from.
 	prelude *prelude
 	plan    *preludePlan
+	// jumps are the marker jumps the compiled rule set holds (jumps.go),
+	// jumpsOff those of them that checkJumps refused, which Start removes
+	// from every transaction.
+	jumps, jumpsOff []int
 }
+
+// Jumps returns the IDs of the marker jumps the rule set holds, and of
+// those among them that every transaction removes because they would
+// change a decision.
+func (ix *Index) Jumps() (all, off []int) { return ix.jumps, ix.jumpsOff }
+
+// NeedsStart reports whether a transaction must start through Start:
+// the rule set has a prelude, or jumps to remove.
+func (ix *Index) NeedsStart() bool { return ix.prelude != nil || len(ix.jumpsOff) != 0 }
 
 // Droppable returns the IDs of the rules the screen may remove in phase,
 // in rule-set order.

@@ -525,16 +525,23 @@ func matchesTX(r *srule, tx plugintypes.TransactionState) (match, ok bool) {
 }
 
 // Start gives a new transaction the prelude: the TX values its rules
-// leave, and their removal. It does nothing for a rule set without one,
-// and for a transaction whose rule engine is off (it evaluates nothing).
+// leave, and their removal; and it removes the marker jumps checkJumps
+// refused. It does nothing for a transaction whose rule engine is off (it
+// evaluates nothing).
 func (ix *Index) Start(tx types.Transaction) {
-	p := ix.prelude
-	if p == nil || tx.IsRuleEngineOff() {
+	if tx.IsRuleEngineOff() {
 		return
 	}
-	ts, ok1 := tx.(plugintypes.TransactionState)
-	rm, ok2 := tx.(txRemover)
-	if !ok1 || !ok2 {
+	rm, ok := tx.(txRemover)
+	if !ok {
+		return
+	}
+	for _, id := range ix.jumpsOff {
+		rm.RemoveRuleByID(id)
+	}
+	p := ix.prelude
+	ts, ok := tx.(plugintypes.TransactionState)
+	if p == nil || !ok {
 		return
 	}
 	col := ts.Variables().TX()

@@ -1,0 +1,408 @@
+package preselect
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/corazawaf/coraza/v3/types"
+)
+
+// Marker jumps.
+//
+// Coraza gives every SecMarker phase 0, so it evaluates every marker of
+// the rule set in each of the five phases, unless a pending skipAfter
+// passes over it. Evaluating a marker decides nothing, yet costs about as
+// much as a rule that matches (four allocations in v3.8.1). The CRS has 29
+// markers; with the higher paranoia levels' gates removed by the prelude,
+// a GET evaluates about 150 of them, a third of its allocations.
+//
+// Most of them sit where a phase has no rules at all: the request files'
+// markers in the response and logging phases, the response files' ones in
+// the request phases. Before the compile, PlanJumps reads the directives
+// and the files they include the way Coraza will, and puts one rule of
+// its own in front of each run of such markers,
+//
+//	SecAction "id:N,phase:P,pass,nolog,noauditlog,skipAfter:LAST"
+//
+// where LAST is the run's last marker: in phase P, Coraza then passes over
+// the run, as over any rules a skipAfter jumps over, without evaluating
+// it. A jump takes the place of a blank or comment line, so that no rule's
+// line number changes.
+//
+// Nothing a rule decides changes: between a jump and its marker there are
+// only markers and rules of other phases, which phase P never evaluates.
+// After the compile, checkJumps verifies that on the compiled rule set (the
+// order the rule observer saw); a jump that does not hold is removed from
+// every transaction (Index.Start), so that the rule set runs as written.
+// What the jump leaves is what the markers would have left: a SecAction
+// sets the same empty MATCHED_VAR, MATCHED_VAR_NAME and MATCHED_VARS as a
+// marker, and RULE is set again by every rule before it reads anything.
+// The jump is among the transaction's matched rules, as a rule with nolog
+// and noauditlog: no log line, no audit log entry, no metric counts it.
+
+// jumpBase is the ID of the first jump; a rule set may hold up to
+// maxJumps of them. A rule set that uses one of these IDs itself gets no
+// jumps.
+const (
+	jumpBase = 2147483600
+	maxJumps = 40
+)
+
+// IsJump reports whether id is the ID of a marker jump.
+func IsJump(id int) bool { return id >= jumpBase && id < jumpBase+maxJumps }
+
+// minJumpMarkers is the fewest markers a jump must pass over: a jump is
+// itself a rule that matches, which costs about what two markers cost.
+const minJumpMarkers = 4
+
+// JumpPlan is where the jumps go in a rule set's texts: by file (the name
+// Coraza reads it by; "" for the directives themselves) and line.
+type JumpPlan struct {
+	lines map[string]map[int]string
+	ids   []int
+}
+
+// IDs returns the rule IDs of the planned jumps.
+func (p *JumpPlan) IDs() []int {
+	if p == nil {
+		return nil
+	}
+	return p.ids
+}
+
+// Directives returns the directives with the jumps planned in them.
+func (p *JumpPlan) Directives(text string) string { return p.apply("", text) }
+
+// File returns the data of the file name with the jumps planned in it.
+func (p *JumpPlan) File(name string, data []byte) []byte {
+	if p == nil || p.lines[name] == nil {
+		return data
+	}
+	return []byte(p.apply(name, string(data)))
+}
+
+func (p *JumpPlan) apply(name, text string) string {
+	if p == nil || p.lines[name] == nil {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, j := range p.lines[name] {
+		if i < len(lines) {
+			// Keep a \r, so that a file with CRLF line ends keeps them.
+			cr := strings.HasSuffix(lines[i], "\r")
+			lines[i] = j
+			if cr {
+				lines[i] += "\r"
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// jitem is one thing in the rule set's order, as the planner reads it: a
+// top-level rule, a marker, or a line a jump could take.
+type jitem struct {
+	kind  jkind
+	phase types.RulePhase // jRule
+	mark  string          // jMarker
+	file  string          // jFree
+	line  int             // jFree: the line's index in its text
+}
+
+type jkind uint8
+
+const (
+	jRule jkind = iota
+	jMarker
+	jFree
+)
+
+// jscan reads a rule set's texts in Coraza's order (internal/seclang,
+// Parser.parseString and FromFile).
+type jscan struct {
+	fsys      fs.FS
+	items     []jitem
+	reads     map[string]int
+	ids       map[int]bool
+	chainOpen bool
+	depth     int
+	failed    bool
+}
+
+// PlanJumps reads the directives, and the files they include from fsys,
+// and plans the jumps. It returns nil when there is nothing to gain or the
+// texts cannot be read as Coraza will read them.
+func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
+	s := &jscan{fsys: fsys, reads: map[string]int{}, ids: map[int]bool{}}
+	s.text(directives, "", "")
+	if s.failed {
+		return nil
+	}
+	for id := range s.ids {
+		if IsJump(id) {
+			return nil
+		}
+	}
+	p := &JumpPlan{lines: map[string]map[int]string{}}
+	used := map[int]bool{}
+	for phase := types.PhaseRequestHeaders; phase <= types.PhaseLogging; phase++ {
+		start := 0
+		for k := 0; k <= len(s.items); k++ {
+			if k < len(s.items) && !(s.items[k].kind == jRule && s.items[k].phase == phase) {
+				continue
+			}
+			s.place(p, used, phase, start, k)
+			start = k + 1
+		}
+	}
+	if len(p.ids) == 0 {
+		return nil
+	}
+	return p
+}
+
+// place plans a jump for phase over the markers in items[a:b], a stretch
+// without rules of that phase: from the earliest free line after which
+// minJumpMarkers or more markers follow, to the last marker.
+func (s *jscan) place(p *JumpPlan, used map[int]bool, phase types.RulePhase, a, b int) {
+	last := -1
+	for k := b - 1; k >= a; k-- {
+		if s.items[k].kind == jMarker {
+			last = k
+			break
+		}
+	}
+	if last < 0 || !plainMark(s.items[last].mark) || len(p.ids) == maxJumps {
+		return
+	}
+	markers := 0
+	for k := a; k <= last; k++ {
+		if s.items[k].kind == jMarker {
+			markers++
+		}
+	}
+	for k := a; k < last; k++ {
+		it := s.items[k]
+		if it.kind == jMarker {
+			markers--
+		}
+		if markers < minJumpMarkers {
+			return
+		}
+		if it.kind != jFree || used[k] || s.reads[it.file] > 1 {
+			continue
+		}
+		used[k] = true
+		id := jumpBase + len(p.ids)
+		p.ids = append(p.ids, id)
+		if p.lines[it.file] == nil {
+			p.lines[it.file] = map[int]string{}
+		}
+		p.lines[it.file][it.line] = fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, id, phase, s.items[last].mark)
+		return
+	}
+}
+
+// plainMark reports whether a marker's name can be written as a skipAfter
+// value without quoting.
+func plainMark(m string) bool {
+	return m != "" && !strings.ContainsAny(m, ",'\" \t\\`")
+}
+
+// text reads one text the way Coraza's parser does: lines trimmed, blank
+// lines and comments skipped (even inside a continued directive), a
+// trailing backslash continuing the directive, a block between backticks
+// kept whole. A blank or comment line outside a directive is free for a
+// jump.
+func (s *jscan) text(data, file, dir string) {
+	var buf strings.Builder
+	inBackticks := false
+	for i, raw := range strings.Split(data, "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" || line[0] == '#' {
+			if buf.Len() == 0 && !inBackticks {
+				s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
+			}
+			continue
+		}
+		if !inBackticks && line[len(line)-1] == '`' {
+			inBackticks = true
+		} else if inBackticks && line[0] == '`' {
+			inBackticks = false
+		}
+		if inBackticks {
+			buf.WriteString(line)
+			buf.WriteString("\n")
+			continue
+		}
+		if line[len(line)-1] == '\\' {
+			buf.WriteString(strings.TrimSuffix(line, "\\"))
+			continue
+		}
+		buf.WriteString(line)
+		s.directive(buf.String(), dir)
+		buf.Reset()
+		if s.failed {
+			return
+		}
+	}
+}
+
+// directive reads one directive: an Include is read in place, a rule or
+// marker becomes an item.
+func (s *jscan) directive(l, dir string) {
+	name, opts, _ := strings.Cut(l, " ")
+	if len(opts) >= 3 && opts[0] == '"' && opts[len(opts)-1] == '"' {
+		opts = strings.Trim(opts, `"`)
+	}
+	switch strings.ToLower(name) {
+	case "include":
+		s.include(opts, dir)
+	case "secmarker":
+		s.chainOpen = false
+		s.items = append(s.items, jitem{kind: jMarker, mark: opts})
+	case "secrule", "secaction":
+		p := parseRule(l)
+		if strings.EqualFold(name, "secrule") && !p.secRule {
+			s.failed = true
+			return
+		}
+		child := s.chainOpen && p.secRule
+		s.chainOpen = hasAction(p.actions, "chain")
+		if child {
+			return
+		}
+		phase := types.PhaseRequestBody
+		if v := actionValue(p.actions, "phase"); v != "" {
+			ph, err := types.ParseRulePhase(strings.Trim(v, `'"`))
+			if err != nil {
+				s.failed = true
+				return
+			}
+			phase = ph
+		}
+		if v := actionValue(p.actions, "id"); v != "" {
+			if id, err := strconv.Atoi(strings.Trim(v, `'"`)); err == nil {
+				s.ids[id] = true
+			}
+		}
+		s.items = append(s.items, jitem{kind: jRule, phase: phase})
+	}
+}
+
+// include reads an Included file, or each file a pattern matches, as
+// Coraza's Parser.FromFile does.
+func (s *jscan) include(path, dir string) {
+	s.depth++
+	defer func() { s.depth-- }()
+	if s.depth > 100 {
+		s.failed = true
+		return
+	}
+	var files []string
+	glob := strings.Contains(path, "*")
+	if glob {
+		var err error
+		if files, err = fs.Glob(s.fsys, path); err != nil {
+			s.failed = true
+			return
+		}
+	} else {
+		files = []string{path}
+	}
+	for _, f := range files {
+		f = strings.TrimSpace(f)
+		if !glob && !strings.HasPrefix(f, "/") {
+			f = filepath.Join(dir, f)
+		}
+		data, err := fs.ReadFile(s.fsys, f)
+		if err != nil {
+			s.failed = true
+			return
+		}
+		s.reads[f]++
+		s.text(string(data), f, filepath.Dir(f))
+		if s.failed {
+			return
+		}
+	}
+}
+
+// checkJumps finds the planned jumps (ids) among the compiled rules and
+// returns those that would change what the rule set decides: a jump must
+// land on a marker of its name, pass over nothing but markers and rules
+// of other phases, and lie outside every skip of its phase. With a
+// SecDefaultAction that adds actions to every rule, or a ctl that may
+// remove markers, no jump holds.
+func checkJumps(rules []observed, facts directiveFacts, ids []int) (off []int) {
+	planned := map[int]bool{}
+	for _, id := range ids {
+		planned[id] = true
+	}
+	all := facts.defaultsOther || facts.defaultsSkip || facts.runtime.any || inRanges(0, facts.runtime.ids)
+	for i, r := range rules {
+		if r.secMark != "" || !planned[r.id] {
+			continue
+		}
+		if all || !jumpHolds(rules, i) {
+			off = append(off, r.id)
+		}
+	}
+	return off
+}
+
+// jumpHolds checks the jump rules[i].
+func jumpHolds(rules []observed, i int) bool {
+	j := rules[i]
+	mark := actionValue(j.parsed.actions, "skipafter")
+	if mark == "" {
+		return false
+	}
+	landed := false
+	for _, r := range rules[i+1:] {
+		if r.secMark == mark {
+			landed = true
+			break
+		}
+		if r.secMark == "" && r.phase == j.phase {
+			return false
+		}
+	}
+	if !landed {
+		return false
+	}
+	// A skip:N before the jump in its phase passes over N rules and
+	// markers that are evaluated; markers are never removed, so N markers
+	// between the skip and the jump end its window before the jump.
+	for k := i - 1; k >= 0; k-- {
+		r := rules[k]
+		if r.secMark != "" || r.phase != j.phase {
+			continue
+		}
+		v := actionValue(r.parsed.actions, "skip")
+		if v == "" {
+			continue
+		}
+		if hasAction(r.parsed.actions, "skipafter") {
+			// Its markers may pass by under the skipAfter.
+			return false
+		}
+		n, err := strconv.Atoi(strings.Trim(v, `'"`))
+		if err != nil {
+			return false
+		}
+		markers := 0
+		for _, m := range rules[k+1 : i] {
+			if m.secMark != "" {
+				markers++
+			}
+		}
+		if markers < n {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,298 @@
+package preselect
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// jumpFS is recordFS with the planned jumps in its files.
+type jumpFS struct {
+	fs.FS
+	b    *Builder
+	plan *JumpPlan
+}
+
+func (r jumpFS) ReadFile(name string) ([]byte, error) {
+	data, err := fs.ReadFile(r.FS, name)
+	if err == nil {
+		data = r.plan.File(name, data)
+		r.b.AddText(string(data))
+	}
+	return data, err
+}
+
+// compileJumps compiles directives as the filter does: with the jumps
+// PlanJumps plans (none with plan false).
+func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraza.WAF, *Index) {
+	t.Helper()
+	b := NewBuilder()
+	var p *JumpPlan
+	if plan {
+		p = PlanJumps(directives, fsys)
+	}
+	directives = p.Directives(directives)
+	b.Jumps(p.IDs())
+	b.AddText(directives)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(jumpFS{fsys, b, p}), b.Observe)
+	b.Begin()
+	waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
+	b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+	_, _ = ix.Snapshot(waf)
+	return waf, ix
+}
+
+// jumpRules is a rule set shaped like the CRS: request files with
+// markers, then response files.
+var jumpRules = fstest.MapFS{
+	"req.conf": {Data: []byte(`# request rules
+# (three comment lines: one for each jump
+# of the response and logging phases)
+SecRule REQUEST_URI "@contains /a" "id:10,phase:1,pass,log,msg:'a',setvar:tx.score=+1"
+SecMarker END-10
+SecRule ARGS "@contains evil" \
+# a comment inside a continued rule is no free line
+    "id:20,phase:2,deny,status:403,log,msg:'evil'"
+SecMarker END-20
+SecRule REQUEST_HEADERS:X-Skip "@streq 1" "id:30,phase:2,pass,nolog,skipAfter:END-30"
+SecRule ARGS "@contains bad" "id:31,phase:2,pass,log,msg:'bad',setvar:tx.score=+1"
+SecMarker END-30
+SecMarker END-40
+SecMarker END-REQUEST
+`)},
+	"resp.conf": {Data: []byte(`# response rules
+
+SecRule RESPONSE_STATUS "@streq 500" "id:50,phase:3,pass,log,msg:'error'"
+SecMarker END-50
+SecRule TX:score "@ge 2" "id:60,phase:5,pass,log,msg:'scored'"
+`)},
+}
+
+const jumpDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\nInclude req.conf\nInclude resp.conf"
+
+func TestPlanJumps(t *testing.T) {
+	p := PlanJumps(jumpDirectives, jumpRules)
+	if p == nil {
+		t.Fatal("no jumps planned")
+	}
+	// Phases 3, 4 and 5 evaluate no rule of req.conf: its comment lines
+	// jump over its five markers, and in phases 4 and 5 over resp.conf's
+	// as well, past rule 50 of phase 3. Phase 1 has no rule after rule
+	// 10, but the only free line after it is inside a continued rule.
+	// Phase 2 passes over four markers after rule 31 with no free line
+	// before them.
+	jump := func(n, phase int, mark string) string {
+		return fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpBase+n, phase, mark)
+	}
+	want := map[string]map[int]string{
+		"req.conf": {0: jump(0, 3, "END-REQUEST"), 1: jump(1, 4, "END-50"), 2: jump(2, 5, "END-50")},
+	}
+	if !maps.EqualFunc(p.lines, want, maps.Equal) {
+		t.Errorf("plan %v, want %v", p.lines, want)
+	}
+	if want := []int{jumpBase, jumpBase + 1, jumpBase + 2}; !slices.Equal(p.IDs(), want) {
+		t.Errorf("IDs %v, want %v", p.IDs(), want)
+	}
+	for _, id := range p.IDs() {
+		if !IsJump(id) {
+			t.Errorf("jump ID %d outside the jump IDs", id)
+		}
+	}
+	text := string(p.File("req.conf", jumpRules["req.conf"].Data))
+	if n, m := strings.Count(text, "\n"), strings.Count(string(jumpRules["req.conf"].Data), "\n"); n != m {
+		t.Errorf("req.conf has %d lines with the jumps, %d without: line numbers moved", n, m)
+	}
+	if !strings.Contains(text, "# a comment inside") {
+		t.Error("the comment inside the continued rule was replaced")
+	}
+	if got := string(p.File("resp.conf", jumpRules["resp.conf"].Data)); got != string(jumpRules["resp.conf"].Data) {
+		t.Errorf("resp.conf changed:\n%s", got)
+	}
+}
+
+// TestJumps_sameDecisions runs the same requests through the rule set
+// with and without its jumps: the jumps fire, and every other matched
+// rule, the interruption and TX are the same.
+func TestJumps_sameDecisions(t *testing.T) {
+	with, ix := compileJumps(t, jumpRules, jumpDirectives, true)
+	without, _ := compileJumps(t, jumpRules, jumpDirectives, false)
+	all, off := ix.Jumps()
+	if len(all) == 0 || len(off) != 0 {
+		t.Fatalf("jumps %v, refused %v; want some, none refused", all, off)
+	}
+	for _, c := range []struct {
+		uri    string
+		status int
+		skip   string
+	}{
+		{"/", 200, ""},
+		{"/a?x=bad", 200, ""},
+		{"/a?x=bad", 200, "1"},
+		{"/a?x=evil", 200, ""},
+		{"/b?x=bad", 500, ""},
+	} {
+		a, fired := jumpRun(with, c.uri, c.skip, c.status)
+		b, _ := jumpRun(without, c.uri, c.skip, c.status)
+		if a != b {
+			t.Errorf("%s (X-Skip %q, status %d): with jumps %s, without %s", c.uri, c.skip, c.status, a, b)
+		}
+		if fired == 0 {
+			t.Errorf("%s: no jump fired", c.uri)
+		}
+	}
+}
+
+// jumpRun runs one transaction and returns what it decided (the
+// interruption, the matched rules but the jumps, TX), with the number of
+// jumps that fired.
+func jumpRun(waf coraza.WAF, uri, skip string, status int) (string, int) {
+	tx := waf.NewTransaction()
+	defer func() { _ = tx.Close() }()
+	tx.ProcessURI(uri, "GET", "HTTP/1.1")
+	if skip != "" {
+		tx.AddRequestHeader("X-Skip", skip)
+	}
+	var out []string
+	if it := tx.ProcessRequestHeaders(); it != nil {
+		out = append(out, fmt.Sprintf("interrupted %d", it.RuleID))
+	}
+	if it, _ := tx.ProcessRequestBody(); it != nil {
+		out = append(out, fmt.Sprintf("interrupted %d", it.RuleID))
+	}
+	tx.ProcessResponseHeaders(status, "HTTP/1.1")
+	_, _ = tx.ProcessResponseBody()
+	tx.ProcessLogging()
+	fired := 0
+	for _, mr := range tx.MatchedRules() {
+		if IsJump(mr.Rule().ID()) {
+			fired++
+			continue
+		}
+		out = append(out, fmt.Sprint(mr.Rule().ID()))
+	}
+	var txv []string
+	for _, md := range tx.(plugintypes.TransactionState).Variables().TX().FindAll() {
+		txv = append(txv, md.Key()+"="+md.Value())
+	}
+	slices.Sort(txv)
+	return strings.Join(append(out, txv...), " "), fired
+}
+
+func TestPlanJumps_none(t *testing.T) {
+	for name, c := range map[string]struct {
+		fsys       fstest.MapFS
+		directives string
+	}{
+		"too few markers":                 {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecRule ARGS \"@rx x\" \"id:1,phase:3,pass\"\n")}}, "Include r.conf"},
+		"an ID of the jumps taken":        {fstest.MapFS{"r.conf": {Data: []byte(fmt.Sprintf("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker D\nSecRule ARGS \"@rx x\" \"id:%d,phase:3,pass\"\n", jumpBase+3))}}, "Include r.conf"},
+		"a file read twice":               {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker D\n")}}, "Include r.conf\nInclude r.conf"},
+		"a marker name that needs quotes": {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker \"D E\"\n")}}, "Include r.conf"},
+		"a file that cannot be read":      {fstest.MapFS{}, "Include r.conf"},
+	} {
+		if p := PlanJumps(c.directives, c.fsys); p != nil {
+			t.Errorf("%s: planned %v", name, p.lines)
+		}
+	}
+}
+
+// TestCheckJumps checks, on compiled rule sets, the jumps checkJumps
+// refuses: every transaction then goes without them.
+func TestCheckJumps(t *testing.T) {
+	jump := func(phase int, mark string) string {
+		return fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpBase, phase, mark)
+	}
+	for name, c := range map[string]struct {
+		rules string
+		holds bool
+	}{
+		"over markers":                 {jump(3, "B") + "\nSecMarker A\nSecMarker B\nSecRule ARGS \"@rx x\" \"id:1,phase:3,pass\"", true},
+		"over a rule of another phase": {jump(3, "B") + "\nSecMarker A\nSecRule ARGS \"@rx x\" \"id:1,phase:2,pass\"\nSecMarker B", true},
+		"over a rule of its phase":     {jump(3, "B") + "\nSecMarker A\nSecRule ARGS \"@rx x\" \"id:1,phase:3,pass\"\nSecMarker B", false},
+		"no marker of its name":        {jump(3, "C") + "\nSecMarker A\nSecMarker B", false},
+		"the marker before it":         {"SecMarker B\n" + jump(3, "B") + "\nSecMarker A", false},
+		"inside a skip":                {"SecRule ARGS \"@rx x\" \"id:1,phase:3,pass,skip:2\"\nSecMarker A\n" + jump(3, "B") + "\nSecMarker B", false},
+		"past a skip":                  {"SecRule ARGS \"@rx x\" \"id:1,phase:3,pass,skip:1\"\nSecMarker A\n" + jump(3, "B") + "\nSecMarker B", true},
+		"a skip of another phase":      {"SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,skip:5\"\n" + jump(3, "B") + "\nSecMarker B", true},
+		"a default with a ctl":         {"SecDefaultAction \"phase:3,pass,log,ctl:ruleEngine=Off\"\n" + jump(3, "B") + "\nSecMarker B", false},
+		"a ctl that removes markers":   {"SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,ctl:ruleRemoveById=0-10\"\n" + jump(3, "B") + "\nSecMarker B", false},
+	} {
+		b := NewBuilder()
+		b.Jumps([]int{jumpBase})
+		b.AddText(c.rules)
+		cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig(), b.Observe)
+		b.Begin()
+		waf, err := coraza.NewWAF(cfg.WithDirectives(c.rules))
+		b.End()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ix := b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+		all, off := ix.Jumps()
+		if len(all) != 1 {
+			t.Fatalf("%s: jumps %v, want the one", name, all)
+		}
+		if holds := len(off) == 0; holds != c.holds {
+			t.Errorf("%s: holds %v, want %v", name, holds, c.holds)
+		}
+		if !c.holds && !ix.NeedsStart() {
+			t.Errorf("%s: a refused jump, and transactions do not start through Start", name)
+		}
+		if !c.holds {
+			tx := waf.NewTransaction()
+			ix.Start(tx)
+			tx.ProcessURI("/", "GET", "HTTP/1.1")
+			tx.ProcessRequestHeaders()
+			_, _ = tx.ProcessRequestBody()
+			tx.ProcessResponseHeaders(200, "HTTP/1.1")
+			for _, mr := range tx.MatchedRules() {
+				if IsJump(mr.Rule().ID()) {
+					t.Errorf("%s: the refused jump fired", name)
+				}
+			}
+			_ = tx.Close()
+		}
+	}
+}
+
+// TestJumps_crs pins the jumps of the CRS at paranoia level 1: where they
+// go, that they hold, and that the prelude is unchanged by them.
+func TestJumps_crs(t *testing.T) {
+	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
+	p := PlanJumps(directives, coreruleset.FS)
+	if p == nil {
+		t.Fatal("no jumps planned for the CRS")
+	}
+	var got []string
+	for file, lines := range p.lines {
+		for _, l := range lines {
+			got = append(got, file+": "+l[strings.Index(l, "phase:"):])
+		}
+	}
+	slices.Sort(got)
+	t.Logf("jumps:\n%s", strings.Join(got, "\n"))
+	if len(got) < 5 {
+		t.Errorf("%d jumps, want one at least for each phase", len(got))
+	}
+	_, ix := compileJumps(t, coreruleset.FS, directives, true)
+	_, plain := compileJumps(t, coreruleset.FS, directives, false)
+	all, off := ix.Jumps()
+	if len(all) != len(got) || len(off) != 0 {
+		t.Errorf("compiled jumps %v, refused %v; want the %d planned, none refused", all, off, len(got))
+	}
+	if a, b := ix.PreludeIDs(), plain.PreludeIDs(); !slices.Equal(a, b) {
+		t.Errorf("the prelude removes %d rules with the jumps, %d without", len(a), len(b))
+	}
+}
