@@ -209,11 +209,15 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	facts := scanDirectives(b.texts)
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
-	ix.jumpsOff = checkJumps(b.rules, facts, b.jumps)
 	for _, r := range b.rules {
 		if r.secMark == "" && slices.Contains(b.jumps, r.id) {
 			ix.jumps = append(ix.jumps, r.id)
 		}
+	}
+	if len(ix.jumps) != 0 {
+		// Checked without the prelude, and again by Snapshot with it.
+		ix.jumpCheck = &jumpCheck{rules: jumpRules(b.rules), facts: facts}
+		ix.jumpsOff = checkJumps(ix.jumpCheck.rules, facts, ix.jumps, nil)
 	}
 	b.rules, b.texts = nil, nil
 	b.index.Store(ix)
@@ -488,6 +492,14 @@ type Index struct {
 	// jumpsOff those of them that checkJumps refused, which Start removes
 	// from every transaction.
 	jumps, jumpsOff []int
+	jumpCheck       *jumpCheck // until Snapshot
+}
+
+// jumpCheck is what Snapshot needs to check the jumps again on the
+// prelude's removals.
+type jumpCheck struct {
+	rules []jrule
+	facts directiveFacts
 }
 
 // Jumps returns the IDs of the marker jumps the rule set holds, and of

@@ -107,9 +107,13 @@ func (p *JumpPlan) apply(name, text string) string {
 type jitem struct {
 	kind  jkind
 	phase types.RulePhase // jRule
-	mark  string          // jMarker
+	mark  string          // jMarker; jRule: a gate's marker
 	file  string          // jFree
 	line  int             // jFree: the line's index in its text
+	id    int             // jRule
+	// gate is, for a paranoia-level gate (a rule that jumps to mark when
+	// TX:DETECTION_PARANOIA_LEVEL is below gate), the level.
+	gate int
 }
 
 type jkind uint8
@@ -130,13 +134,16 @@ type jscan struct {
 	chainOpen bool
 	depth     int
 	failed    bool
+	// level is the highest paranoia level a setvar of the rule set
+	// writes as a number (1 when none does, the CRS's default).
+	level int
 }
 
 // PlanJumps reads the directives, and the files they include from fsys,
 // and plans the jumps. It returns nil when there is nothing to gain or the
 // texts cannot be read as Coraza will read them.
 func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
-	s := &jscan{fsys: fsys, reads: map[string]int{}, ids: map[int]bool{}}
+	s := &jscan{fsys: fsys, reads: map[string]int{}, ids: map[int]bool{}, level: 1}
 	s.text(directives, "", "")
 	if s.failed {
 		return nil
@@ -149,12 +156,13 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
 	p := &JumpPlan{lines: map[string]map[int]string{}}
 	used := map[int]bool{}
 	for phase := types.PhaseRequestHeaders; phase <= types.PhaseLogging; phase++ {
+		gone := s.prelude(phase)
 		start := 0
 		for k := 0; k <= len(s.items); k++ {
-			if k < len(s.items) && !(s.items[k].kind == jRule && s.items[k].phase == phase) {
+			if k < len(s.items) && !(s.items[k].kind == jRule && s.items[k].phase == phase && !gone[k]) {
 				continue
 			}
-			s.place(p, used, phase, start, k)
+			s.place(p, used, gone, phase, start, k)
 			start = k + 1
 		}
 	}
@@ -164,10 +172,41 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
 	return p
 }
 
+// prelude guesses which rules of phase the prelude will remove from
+// every transaction (prelude.go): the paranoia-level gates, which either
+// never jump or always do at the rule set's level, and the rules of the
+// phase an always-jumping gate passes over, up to its marker. The guess
+// only places the jumps; checkJumps decides on the prelude Snapshot made.
+// A free line among the rules an always-jumping gate passes over is gone
+// too: the prelude would remove the jump put there with them.
+func (s *jscan) prelude(phase types.RulePhase) []bool {
+	gone := make([]bool, len(s.items))
+	for k := 0; k < len(s.items); k++ {
+		g := s.items[k]
+		if g.kind != jRule || g.phase != phase || g.gate == 0 {
+			continue
+		}
+		gone[k] = true
+		if s.level >= g.gate {
+			continue
+		}
+		for k++; k < len(s.items); k++ {
+			it := s.items[k]
+			if it.kind == jMarker && it.mark == g.mark {
+				break
+			}
+			if it.kind == jFree || it.kind == jRule && it.phase == phase {
+				gone[k] = true
+			}
+		}
+	}
+	return gone
+}
+
 // place plans a jump for phase over the markers in items[a:b], a stretch
 // without rules of that phase: from the earliest free line after which
 // minJumpMarkers or more markers follow, to the last marker.
-func (s *jscan) place(p *JumpPlan, used map[int]bool, phase types.RulePhase, a, b int) {
+func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.RulePhase, a, b int) {
 	last := -1
 	for k := b - 1; k >= a; k-- {
 		if s.items[k].kind == jMarker {
@@ -192,7 +231,7 @@ func (s *jscan) place(p *JumpPlan, used map[int]bool, phase types.RulePhase, a, 
 		if markers < minJumpMarkers {
 			return
 		}
-		if it.kind != jFree || used[k] || s.reads[it.file] > 1 {
+		if it.kind != jFree || used[k] || gone[k] || s.reads[it.file] > 1 {
 			continue
 		}
 		used[k] = true
@@ -284,13 +323,48 @@ func (s *jscan) directive(l, dir string) {
 			}
 			phase = ph
 		}
+		id := 0
 		if v := actionValue(p.actions, "id"); v != "" {
-			if id, err := strconv.Atoi(strings.Trim(v, `'"`)); err == nil {
-				s.ids[id] = true
+			if n, err := strconv.Atoi(strings.Trim(v, `'"`)); err == nil {
+				s.ids[n] = true
+				id = n
 			}
 		}
-		s.items = append(s.items, jitem{kind: jRule, phase: phase})
+		for _, a := range p.actions {
+			if a.name != "setvar" {
+				continue
+			}
+			k, v, _ := strings.Cut(strings.ToLower(strings.Trim(a.value, `'"`)), "=")
+			if n, err := strconv.Atoi(v); err == nil && n > s.level &&
+				(k == "tx.detection_paranoia_level" || k == "tx.blocking_paranoia_level") {
+				s.level = n
+			}
+		}
+		it := jitem{kind: jRule, phase: phase, id: id}
+		it.gate, it.mark = paranoiaGate(p)
+		s.items = append(s.items, it)
 	}
+}
+
+// paranoiaGate returns, for a CRS paranoia-level gate,
+//
+//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
+//
+// N and MARK; 0 for any other rule.
+func paranoiaGate(p parsedRule) (int, string) {
+	if !p.secRule || p.negated || p.opName != "lt" || len(p.targets) != 1 {
+		return 0, ""
+	}
+	t := p.targets[0]
+	mark := actionValue(p.actions, "skipafter")
+	if t.name != "TX" || t.count || t.exclusion || !strings.EqualFold(t.key, "detection_paranoia_level") || mark == "" {
+		return 0, ""
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(p.opArgs))
+	if err != nil || n < 1 {
+		return 0, ""
+	}
+	return n, strings.Trim(mark, `'"`)
 }
 
 // include reads an Included file, or each file a pattern matches, as
@@ -337,37 +411,59 @@ func (s *jscan) include(path, dir string) {
 // of other phases, and lie outside every skip of its phase. With a
 // SecDefaultAction that adds actions to every rule, or a ctl that may
 // remove markers, no jump holds.
-func checkJumps(rules []observed, facts directiveFacts, ids []int) (off []int) {
+//
+// removed are the rules every transaction goes without (the prelude's):
+// a jump may pass over them too.
+func checkJumps(rules []jrule, facts directiveFacts, ids []int, removed map[int]bool) (off []int) {
 	planned := map[int]bool{}
 	for _, id := range ids {
 		planned[id] = true
 	}
 	all := facts.defaultsOther || facts.defaultsSkip || facts.runtime.any || inRanges(0, facts.runtime.ids)
 	for i, r := range rules {
-		if r.secMark != "" || !planned[r.id] {
+		if r.mark != "" || !planned[r.id] {
 			continue
 		}
-		if all || !jumpHolds(rules, i) {
+		if all || !jumpHolds(rules, i, removed) {
 			off = append(off, r.id)
 		}
 	}
 	return off
 }
 
+// jrule is what checkJumps needs of an observed rule.
+type jrule struct {
+	id    int
+	phase types.RulePhase
+	mark  string // a marker's name
+	jump  string // skipAfter
+	skip  string // skip
+}
+
+// jumpRules returns what checkJumps needs of the rules.
+func jumpRules(rules []observed) []jrule {
+	out := make([]jrule, len(rules))
+	for i, r := range rules {
+		out[i] = jrule{id: r.id, phase: r.phase, mark: r.secMark,
+			jump: strings.Trim(actionValue(r.parsed.actions, "skipafter"), `'"`),
+			skip: strings.Trim(actionValue(r.parsed.actions, "skip"), `'"`)}
+	}
+	return out
+}
+
 // jumpHolds checks the jump rules[i].
-func jumpHolds(rules []observed, i int) bool {
+func jumpHolds(rules []jrule, i int, removed map[int]bool) bool {
 	j := rules[i]
-	mark := actionValue(j.parsed.actions, "skipafter")
-	if mark == "" {
+	if j.jump == "" || removed[j.id] {
 		return false
 	}
 	landed := false
 	for _, r := range rules[i+1:] {
-		if r.secMark == mark {
+		if r.mark == j.jump {
 			landed = true
 			break
 		}
-		if r.secMark == "" && r.phase == j.phase {
+		if r.mark == "" && r.phase == j.phase && !removed[r.id] {
 			return false
 		}
 	}
@@ -379,24 +475,20 @@ func jumpHolds(rules []observed, i int) bool {
 	// between the skip and the jump end its window before the jump.
 	for k := i - 1; k >= 0; k-- {
 		r := rules[k]
-		if r.secMark != "" || r.phase != j.phase {
+		if r.mark != "" || r.phase != j.phase || r.skip == "" {
 			continue
 		}
-		v := actionValue(r.parsed.actions, "skip")
-		if v == "" {
-			continue
-		}
-		if hasAction(r.parsed.actions, "skipafter") {
+		if r.jump != "" {
 			// Its markers may pass by under the skipAfter.
 			return false
 		}
-		n, err := strconv.Atoi(strings.Trim(v, `'"`))
+		n, err := strconv.Atoi(r.skip)
 		if err != nil {
 			return false
 		}
 		markers := 0
 		for _, m := range rules[k+1 : i] {
-			if m.secMark != "" {
+			if m.mark != "" {
 				markers++
 			}
 		}

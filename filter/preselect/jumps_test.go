@@ -55,13 +55,16 @@ func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraz
 	return waf, ix
 }
 
-// jumpRules is a rule set shaped like the CRS: request files with
+// jumpFiles is a rule set shaped like the CRS: request files with
 // markers, then response files.
-var jumpRules = fstest.MapFS{
+var jumpFiles = fstest.MapFS{
 	"req.conf": {Data: []byte(`# request rules
 # (three comment lines: one for each jump
 # of the response and logging phases)
 SecRule REQUEST_URI "@contains /a" "id:10,phase:1,pass,log,msg:'a',setvar:tx.score=+1"
+# paranoia level 2
+SecRule TX:DETECTION_PARANOIA_LEVEL "@lt 2" "id:11,phase:1,pass,nolog,skipAfter:END-10"
+SecRule REQUEST_URI "@contains /pl2" "id:12,phase:1,deny,status:403,log,msg:'pl2'"
 SecMarker END-10
 SecRule ARGS "@contains evil" \
 # a comment inside a continued rule is no free line
@@ -81,29 +84,32 @@ SecRule TX:score "@ge 2" "id:60,phase:5,pass,log,msg:'scored'"
 `)},
 }
 
-const jumpDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\nInclude req.conf\nInclude resp.conf"
+const jumpDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\n" +
+	`SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"` + "\nInclude req.conf\nInclude resp.conf"
 
 func TestPlanJumps(t *testing.T) {
-	p := PlanJumps(jumpDirectives, jumpRules)
+	p := PlanJumps(jumpDirectives, jumpFiles)
 	if p == nil {
 		t.Fatal("no jumps planned")
 	}
-	// Phases 3, 4 and 5 evaluate no rule of req.conf: its comment lines
-	// jump over its five markers, and in phases 4 and 5 over resp.conf's
-	// as well, past rule 50 of phase 3. Phase 1 has no rule after rule
-	// 10, but the only free line after it is inside a continued rule.
-	// Phase 2 passes over four markers after rule 31 with no free line
-	// before them.
+	// Phase 1 has rule 10, then the paranoia level 2 gate and the rule
+	// it passes over, which the prelude removes: the comment before the
+	// gate jumps over every marker but to resp.conf's, past the rules of
+	// phases 2 and 3. Phase 2 passes over four markers after rule 31
+	// with no free line before them. Phases 3, 4 and 5 evaluate no rule
+	// of req.conf: its first comment lines jump over its five markers,
+	// and in phases 4 and 5 over resp.conf's as well, past rule 50 of
+	// phase 3.
 	jump := func(n, phase int, mark string) string {
 		return fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpBase+n, phase, mark)
 	}
 	want := map[string]map[int]string{
-		"req.conf": {0: jump(0, 3, "END-REQUEST"), 1: jump(1, 4, "END-50"), 2: jump(2, 5, "END-50")},
+		"req.conf": {4: jump(0, 1, "END-50"), 0: jump(1, 3, "END-REQUEST"), 1: jump(2, 4, "END-50"), 2: jump(3, 5, "END-50")},
 	}
 	if !maps.EqualFunc(p.lines, want, maps.Equal) {
 		t.Errorf("plan %v, want %v", p.lines, want)
 	}
-	if want := []int{jumpBase, jumpBase + 1, jumpBase + 2}; !slices.Equal(p.IDs(), want) {
+	if want := []int{jumpBase, jumpBase + 1, jumpBase + 2, jumpBase + 3}; !slices.Equal(p.IDs(), want) {
 		t.Errorf("IDs %v, want %v", p.IDs(), want)
 	}
 	for _, id := range p.IDs() {
@@ -111,14 +117,14 @@ func TestPlanJumps(t *testing.T) {
 			t.Errorf("jump ID %d outside the jump IDs", id)
 		}
 	}
-	text := string(p.File("req.conf", jumpRules["req.conf"].Data))
-	if n, m := strings.Count(text, "\n"), strings.Count(string(jumpRules["req.conf"].Data), "\n"); n != m {
+	text := string(p.File("req.conf", jumpFiles["req.conf"].Data))
+	if n, m := strings.Count(text, "\n"), strings.Count(string(jumpFiles["req.conf"].Data), "\n"); n != m {
 		t.Errorf("req.conf has %d lines with the jumps, %d without: line numbers moved", n, m)
 	}
 	if !strings.Contains(text, "# a comment inside") {
 		t.Error("the comment inside the continued rule was replaced")
 	}
-	if got := string(p.File("resp.conf", jumpRules["resp.conf"].Data)); got != string(jumpRules["resp.conf"].Data) {
+	if got := string(p.File("resp.conf", jumpFiles["resp.conf"].Data)); got != string(jumpFiles["resp.conf"].Data) {
 		t.Errorf("resp.conf changed:\n%s", got)
 	}
 }
@@ -127,11 +133,16 @@ func TestPlanJumps(t *testing.T) {
 // with and without its jumps: the jumps fire, and every other matched
 // rule, the interruption and TX are the same.
 func TestJumps_sameDecisions(t *testing.T) {
-	with, ix := compileJumps(t, jumpRules, jumpDirectives, true)
-	without, _ := compileJumps(t, jumpRules, jumpDirectives, false)
+	with, ix := compileJumps(t, jumpFiles, jumpDirectives, true)
+	without, plain := compileJumps(t, jumpFiles, jumpDirectives, false)
 	all, off := ix.Jumps()
-	if len(all) == 0 || len(off) != 0 {
-		t.Fatalf("jumps %v, refused %v; want some, none refused", all, off)
+	if len(all) != 4 || len(off) != 0 {
+		t.Fatalf("jumps %v, refused %v; want 4, none refused", all, off)
+	}
+	// The phase 1 jump holds only because the prelude removes the gate
+	// and rule 12 from every transaction.
+	if got := ix.PreludeIDs(); !slices.Equal(got, []int{1, 11, 12}) {
+		t.Errorf("the prelude removes %v, want [1 11 12]", got)
 	}
 	for _, c := range []struct {
 		uri    string
@@ -143,9 +154,10 @@ func TestJumps_sameDecisions(t *testing.T) {
 		{"/a?x=bad", 200, "1"},
 		{"/a?x=evil", 200, ""},
 		{"/b?x=bad", 500, ""},
+		{"/pl2", 200, ""},
 	} {
-		a, fired := jumpRun(with, c.uri, c.skip, c.status)
-		b, _ := jumpRun(without, c.uri, c.skip, c.status)
+		a, fired := jumpRun(with, ix, c.uri, c.skip, c.status)
+		b, _ := jumpRun(without, plain, c.uri, c.skip, c.status)
 		if a != b {
 			t.Errorf("%s (X-Skip %q, status %d): with jumps %s, without %s", c.uri, c.skip, c.status, a, b)
 		}
@@ -153,13 +165,37 @@ func TestJumps_sameDecisions(t *testing.T) {
 			t.Errorf("%s: no jump fired", c.uri)
 		}
 	}
+
+	// A rule that reads MATCHED_VAR before it matches leaves the rule set
+	// without a prelude: the phase 1 jump, which passes over the gate,
+	// is then refused, the others hold.
+	noPrelude := jumpFiles["resp.conf"].Data
+	noPrelude = append(noPrelude, []byte("SecRule MATCHED_VAR \"@streq x\" \"id:70,phase:5,pass,nolog\"\n")...)
+	files := maps.Clone(jumpFiles)
+	files["resp.conf"] = &fstest.MapFile{Data: noPrelude}
+	with, ix = compileJumps(t, files, jumpDirectives, true)
+	without, plain = compileJumps(t, files, jumpDirectives, false)
+	if ids := ix.PreludeIDs(); ids != nil {
+		t.Fatalf("the prelude removes %v, want no prelude", ids)
+	}
+	if all, off := ix.Jumps(); len(all) != 4 || !slices.Equal(off, []int{jumpBase}) {
+		t.Errorf("without a prelude: jumps %v, refused %v; want 4, the first refused", all, off)
+	}
+	for _, uri := range []string{"/", "/pl2", "/a?x=bad"} {
+		a, _ := jumpRun(with, ix, uri, "", 200)
+		b, _ := jumpRun(without, plain, uri, "", 200)
+		if a != b {
+			t.Errorf("without a prelude, %s: with jumps %s, without %s", uri, a, b)
+		}
+	}
 }
 
-// jumpRun runs one transaction and returns what it decided (the
-// interruption, the matched rules but the jumps, TX), with the number of
-// jumps that fired.
-func jumpRun(waf coraza.WAF, uri, skip string, status int) (string, int) {
+// jumpRun runs one transaction, started as the filter starts it, and
+// returns what it decided (the interruption, the matched rules but the
+// jumps, TX), with the number of jumps that fired.
+func jumpRun(waf coraza.WAF, ix *Index, uri, skip string, status int) (string, int) {
 	tx := waf.NewTransaction()
+	ix.Start(tx)
 	defer func() { _ = tx.Close() }()
 	tx.ProcessURI(uri, "GET", "HTTP/1.1")
 	if skip != "" {

@@ -449,6 +449,19 @@ type txRemover interface {
 // prelude and the error says why. It reports the number of rules each
 // transaction no longer evaluates.
 func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
+	n, err := ix.snapshot(waf)
+	if jc := ix.jumpCheck; jc != nil && ix.prelude != nil {
+		removed := make(map[int]bool, len(ix.prelude.removed))
+		for _, id := range ix.prelude.removed {
+			removed[id] = true
+		}
+		ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
+	}
+	ix.jumpCheck = nil
+	return n, err
+}
+
+func (ix *Index) snapshot(waf coraza.WAF) (int, error) {
 	p := ix.plan
 	if p == nil {
 		return 0, nil
