@@ -133,9 +133,10 @@ func runTrace(waf coraza.WAF, r *diffRequest, prelude map[int]bool) trace {
 		l, ok := mr.(loggedRule)
 		if ok && !l.Log() && (prelude[mr.Rule().ID()] || preselect.IsJump(mr.Rule().ID())) {
 			// A rule of the prelude, which the WAF with it does not
-			// evaluate: it logs nothing, and what it writes is in the
-			// TX aspect. Or a marker jump, which only the WAF with the
-			// preselection has.
+			// evaluate, or an addition of 0 that does not match: it
+			// logs nothing, and what it writes is in the TX aspect. Or
+			// a marker jump, which only the WAF with the preselection
+			// has.
 			continue
 		}
 		ids = append(ids, strconv.Itoa(mr.Rule().ID()))
@@ -168,16 +169,15 @@ func runTrace(waf coraza.WAF, r *diffRequest, prelude map[int]bool) trace {
 }
 
 // diffWAFs compiles the directives with and without the preselection.
-// preludeIDs returns the rules the prelude of waf stands for
-// (preselect.Index.Start), none for a WAF without one.
+// preludeIDs returns the rules that log nothing and that the WAF with the
+// preselection may leave out of the matched rules (preselect.Index.Quiet:
+// the prelude's, the marker jumps, the additions of 0), none for a WAF
+// without a prelude.
 func preludeIDs(waf coraza.WAF) map[int]bool {
-	ids := map[int]bool{}
 	if pw, ok := waf.(preludeWAF); ok {
-		for _, id := range pw.ix.PreludeIDs() {
-			ids[id] = true
-		}
+		return pw.ix.Quiet()
 	}
-	return ids
+	return map[int]bool{}
 }
 
 func diffWAFs(t testing.TB, directives ...string) (on, off coraza.WAF) {

@@ -160,12 +160,15 @@ type recordingFS struct {
 
 // ReadFile implements fs.ReadFileFS.
 func (r recordingFS) ReadFile(name string) ([]byte, error) {
-	data, err := rulesFS{}.ReadFile(name)
-	if err == nil {
-		data = r.jumps.File(name, data)
-		r.b.AddText(string(data))
+	data, ok := r.jumps.ReadFile(name)
+	if !ok {
+		var err error
+		if data, err = (rulesFS{}).ReadFile(name); err != nil {
+			return nil, err
+		}
 	}
-	return data, err
+	r.b.AddText(string(data))
+	return data, nil
 }
 
 // logMatchedRule writes every rule match that asks to be logged to the proxy

@@ -77,6 +77,8 @@ type Builder struct {
 	// jumps are the IDs of the marker jumps planned into the texts
 	// (PlanJumps).
 	jumps []int
+	// triggers are the operators built for this rule set, in order.
+	triggers []*trigger
 }
 
 // Jumps tells the builder the IDs of the marker jumps planned into the
@@ -209,6 +211,13 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	facts := scanDirectives(b.texts)
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
+	for _, t := range b.triggers {
+		if t.pos < len(b.rules) && !hasAction(b.rules[t.pos].parsed.actions, "chain") {
+			if t.adds = additionsOf(b.rules[t.pos], facts); t.adds != nil {
+				ix.adders = append(ix.adders, b.rules[t.pos].id)
+			}
+		}
+	}
 	for _, r := range b.rules {
 		if r.secMark == "" && slices.Contains(b.jumps, r.id) {
 			ix.jumps = append(ix.jumps, r.id)
@@ -219,7 +228,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		ix.jumpCheck = &jumpCheck{rules: jumpRules(b.rules), facts: facts}
 		ix.jumpsOff = checkJumps(ix.jumpCheck.rules, facts, ix.jumps, nil)
 	}
-	b.rules, b.texts = nil, nil
+	b.rules, b.texts, b.triggers = nil, nil, nil
 	b.index.Store(ix)
 	return ix
 }
@@ -493,6 +502,8 @@ type Index struct {
 	// from every transaction.
 	jumps, jumpsOff []int
 	jumpCheck       *jumpCheck // until Snapshot
+	// adders are the rules whose additions of 0 do not match (noop.go).
+	adders []int
 }
 
 // jumpCheck is what Snapshot needs to check the jumps again on the
@@ -506,6 +517,25 @@ type jumpCheck struct {
 // those among them that every transaction removes because they would
 // change a decision.
 func (ix *Index) Jumps() (all, off []int) { return ix.jumps, ix.jumpsOff }
+
+// Quiet returns the IDs of the rules that, with the preselection, may be
+// missing from a transaction's matched rules, or be there in addition,
+// though they log nothing: the prelude's, the marker jumps and the rules
+// whose additions of 0 do not match.
+func (ix *Index) Quiet() map[int]bool {
+	q := map[int]bool{}
+	for _, ids := range [][]int{ix.PreludeIDs(), ix.jumps} {
+		for _, id := range ids {
+			q[id] = true
+		}
+	}
+	if ix.prelude != nil {
+		for _, id := range ix.adders {
+			q[id] = true
+		}
+	}
+	return q
+}
 
 // NeedsStart reports whether a transaction must start through Start:
 // the rule set has a prelude, or jumps to remove.

@@ -1,11 +1,13 @@
 package preselect
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/types"
 )
@@ -54,16 +56,23 @@ const (
 // IsJump reports whether id is the ID of a marker jump.
 func IsJump(id int) bool { return id >= jumpBase && id < jumpBase+maxJumps }
 
+// maxFree is the most free lines in a row the planner keeps: one for
+// each phase.
+const maxFree = 5
+
 // minJumpMarkers is the fewest markers a jump must pass over: a jump is
 // itself a rule that matches, which costs about what two markers cost
 // (7.4 allocations against 4 in Coraza v3.8.1).
 const minJumpMarkers = 4
 
 // JumpPlan is where the jumps go in a rule set's texts: by file (the name
-// Coraza reads it by; "" for the directives themselves) and line.
+// Coraza reads it by; "" for the directives themselves) and line. It also
+// holds the files the planner read, for the compile to read them again
+// without a second copy.
 type JumpPlan struct {
 	lines map[string]map[int]string
 	ids   []int
+	files map[string][]byte
 }
 
 // IDs returns the rule IDs of the planned jumps.
@@ -77,30 +86,47 @@ func (p *JumpPlan) IDs() []int {
 // Directives returns the directives with the jumps planned in them.
 func (p *JumpPlan) Directives(text string) string { return p.apply("", text) }
 
-// File returns the data of the file name with the jumps planned in it.
-func (p *JumpPlan) File(name string, data []byte) []byte {
-	if p == nil || p.lines[name] == nil {
-		return data
+// ReadFile returns, the first time it is asked for name, the file the
+// planner read by that name with the jumps planned in it; ok is false
+// after that, or for a file the planner did not read once: the caller
+// then reads the file as it is.
+func (p *JumpPlan) ReadFile(name string) (data []byte, ok bool) {
+	if p == nil {
+		return nil, false
 	}
-	return []byte(p.apply(name, string(data)))
+	data, ok = p.files[name]
+	delete(p.files, name)
+	return data, ok
 }
 
 func (p *JumpPlan) apply(name, text string) string {
 	if p == nil || p.lines[name] == nil {
 		return text
 	}
-	lines := strings.Split(text, "\n")
-	for i, j := range p.lines[name] {
-		if i < len(lines) {
-			// Keep a \r, so that a file with CRLF line ends keeps them.
-			cr := strings.HasSuffix(lines[i], "\r")
-			lines[i] = j
-			if cr {
-				lines[i] += "\r"
+	return string(p.splice(name, []byte(text)))
+}
+
+// splice returns data with each planned line replaced by its jump; a \r
+// at the end of a replaced line stays, so that CRLF line ends stay.
+func (p *JumpPlan) splice(name string, data []byte) []byte {
+	jumps := p.lines[name]
+	out := make([]byte, 0, len(data)+len(jumps)*100)
+	for i := 0; len(data) != 0; i++ {
+		line, rest, found := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if j, ok := jumps[i]; ok {
+			out = append(out, j...)
+			if bytes.HasSuffix(line, []byte("\r")) {
+				out = append(out, '\r')
 			}
+		} else {
+			out = append(out, line...)
+		}
+		if found {
+			out = append(out, '\n')
 		}
 	}
-	return strings.Join(lines, "\n")
+	return out
 }
 
 // jitem is one thing in the rule set's order, as the planner reads it: a
@@ -108,12 +134,13 @@ func (p *JumpPlan) apply(name, text string) string {
 type jitem struct {
 	kind  jkind
 	phase types.RulePhase // jRule
-	mark  string          // jMarker; jRule: a gate's marker
+	mark  string          // jMarker; jRule: the marker of its skipAfter
 	file  string          // jFree
 	line  int             // jFree: the line's index in its text
 	id    int             // jRule
-	// gate is, for a paranoia-level gate (a rule that jumps to mark when
-	// TX:DETECTION_PARANOIA_LEVEL is below gate), the level.
+	// gate is, for a paranoia-level gate, the level N of
+	//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
+	// which jumps to mark below level N.
 	gate int
 }
 
@@ -131,6 +158,7 @@ type jscan struct {
 	fsys      fs.FS
 	items     []jitem
 	reads     map[string]int
+	data      map[string][]byte // what each file held
 	ids       map[int]bool
 	chainOpen bool
 	depth     int
@@ -144,7 +172,7 @@ type jscan struct {
 // and plans the jumps. It returns nil when there is nothing to gain or the
 // texts cannot be read as Coraza will read them.
 func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
-	s := &jscan{fsys: fsys, reads: map[string]int{}, ids: map[int]bool{}, level: 1}
+	s := &jscan{fsys: fsys, reads: map[string]int{}, data: map[string][]byte{}, ids: map[int]bool{}, level: 1}
 	s.text(directives, "", "")
 	if s.failed {
 		return nil
@@ -169,6 +197,15 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
 	}
 	if len(p.ids) == 0 {
 		return nil
+	}
+	p.files = map[string][]byte{}
+	for f, data := range s.data {
+		if s.reads[f] == 1 {
+			if p.lines[f] != nil {
+				data = p.splice(f, data)
+			}
+			p.files[f] = data
+		}
 	}
 	return p
 }
@@ -258,33 +295,42 @@ func plainMark(m string) bool {
 // kept whole. A blank or comment line outside a directive is free for a
 // jump.
 func (s *jscan) text(data, file, dir string) {
-	var buf strings.Builder
-	inBackticks := false
-	for i, raw := range strings.Split(data, "\n") {
+	var buf []byte
+	inBackticks, free := false, 0
+	for i := 0; data != ""; i++ {
+		raw, rest, _ := strings.Cut(data, "\n")
+		data = rest
 		line := strings.TrimSpace(raw)
 		if line == "" || line[0] == '#' {
-			if buf.Len() == 0 && !inBackticks {
+			if len(buf) == 0 && !inBackticks && free < maxFree {
 				s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
+				free++
 			}
 			continue
 		}
+		free = 0
 		if !inBackticks && line[len(line)-1] == '`' {
 			inBackticks = true
 		} else if inBackticks && line[0] == '`' {
 			inBackticks = false
 		}
 		if inBackticks {
-			buf.WriteString(line)
-			buf.WriteString("\n")
+			buf = append(append(buf, line...), '\n')
 			continue
 		}
 		if line[len(line)-1] == '\\' {
-			buf.WriteString(strings.TrimSuffix(line, "\\"))
+			buf = append(buf, line[:len(line)-1]...)
 			continue
 		}
-		buf.WriteString(line)
-		s.directive(buf.String(), dir)
-		buf.Reset()
+		if len(buf) == 0 {
+			s.directive(line, dir)
+		} else {
+			// The directive is read in place: what directive keeps of
+			// it, it copies.
+			buf = append(buf, line...)
+			s.directive(unsafe.String(unsafe.SliceData(buf), len(buf)), dir)
+			buf = buf[:0]
+		}
 		if s.failed {
 			return
 		}
@@ -298,74 +344,74 @@ func (s *jscan) directive(l, dir string) {
 	if len(opts) >= 3 && opts[0] == '"' && opts[len(opts)-1] == '"' {
 		opts = strings.Trim(opts, `"`)
 	}
-	switch strings.ToLower(name) {
-	case "include":
-		s.include(opts, dir)
-	case "secmarker":
+	var it jitem
+	var actions string
+	switch {
+	case strings.EqualFold(name, "include"):
+		s.include(strings.Clone(opts), dir)
+		return
+	case strings.EqualFold(name, "secmarker"):
 		s.chainOpen = false
-		s.items = append(s.items, jitem{kind: jMarker, mark: opts})
-	case "secrule", "secaction":
-		p := parseRule(l)
-		if strings.EqualFold(name, "secrule") && !p.secRule {
+		s.items = append(s.items, jitem{kind: jMarker, mark: strings.Clone(opts)})
+		return
+	case strings.EqualFold(name, "secrule"):
+		vars, op, acts, ok := splitSecRule(l)
+		if !ok {
 			s.failed = true
 			return
 		}
-		child := s.chainOpen && p.secRule
-		s.chainOpen = hasAction(p.actions, "chain")
+		child := s.chainOpen
+		s.chainOpen = false
+		eachAction(acts, func(name, _ string) {
+			if strings.EqualFold(name, "chain") {
+				s.chainOpen = true
+			}
+		})
 		if child {
 			return
 		}
-		phase := types.PhaseRequestBody
-		if v := actionValue(p.actions, "phase"); v != "" {
-			ph, err := types.ParseRulePhase(strings.Trim(v, `'"`))
+		actions = acts
+		if level, ok := strings.CutPrefix(op, "@lt "); ok && strings.EqualFold(vars, "TX:DETECTION_PARANOIA_LEVEL") {
+			if n, err := strconv.Atoi(strings.TrimSpace(level)); err == nil && n > 0 {
+				it.gate = n
+			}
+		}
+	case strings.EqualFold(name, "secaction"):
+		s.chainOpen = false
+		actions = opts
+	default:
+		return
+	}
+	it.kind, it.phase = jRule, types.PhaseRequestBody
+	eachAction(actions, func(name, value string) {
+		switch {
+		case strings.EqualFold(name, "phase"):
+			ph, err := types.ParseRulePhase(strings.Trim(value, `'"`))
 			if err != nil {
 				s.failed = true
-				return
 			}
-			phase = ph
-		}
-		id := 0
-		if v := actionValue(p.actions, "id"); v != "" {
-			if n, err := strconv.Atoi(strings.Trim(v, `'"`)); err == nil {
+			it.phase = ph
+		case strings.EqualFold(name, "id"):
+			if n, err := strconv.Atoi(strings.Trim(value, `'"`)); err == nil {
 				s.ids[n] = true
-				id = n
+				it.id = n
 			}
-		}
-		for _, a := range p.actions {
-			if a.name != "setvar" {
-				continue
+		case strings.EqualFold(name, "skipafter"):
+			it.mark = strings.Clone(strings.Trim(value, `'"`))
+		case strings.EqualFold(name, "setvar"):
+			k, v, _ := strings.Cut(strings.Trim(value, `'"`), "=")
+			if !strings.EqualFold(k, "tx.detection_paranoia_level") && !strings.EqualFold(k, "tx.blocking_paranoia_level") {
+				break
 			}
-			k, v, _ := strings.Cut(strings.ToLower(strings.Trim(a.value, `'"`)), "=")
-			if n, err := strconv.Atoi(v); err == nil && n > s.level &&
-				(k == "tx.detection_paranoia_level" || k == "tx.blocking_paranoia_level") {
+			if n, err := strconv.Atoi(v); err == nil && n > s.level {
 				s.level = n
 			}
 		}
-		it := jitem{kind: jRule, phase: phase, id: id}
-		it.gate, it.mark = paranoiaGate(p)
-		s.items = append(s.items, it)
+	})
+	if it.mark == "" {
+		it.gate = 0
 	}
-}
-
-// paranoiaGate returns, for a CRS paranoia-level gate,
-//
-//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
-//
-// N and MARK; 0 for any other rule.
-func paranoiaGate(p parsedRule) (int, string) {
-	if !p.secRule || p.negated || p.opName != "lt" || len(p.targets) != 1 {
-		return 0, ""
-	}
-	t := p.targets[0]
-	mark := actionValue(p.actions, "skipafter")
-	if t.name != "TX" || t.count || t.exclusion || !strings.EqualFold(t.key, "detection_paranoia_level") || mark == "" {
-		return 0, ""
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(p.opArgs))
-	if err != nil || n < 1 {
-		return 0, ""
-	}
-	return n, strings.Trim(mark, `'"`)
+	s.items = append(s.items, it)
 }
 
 // include reads an Included file, or each file a pattern matches, as
@@ -399,7 +445,10 @@ func (s *jscan) include(path, dir string) {
 			return
 		}
 		s.reads[f]++
-		s.text(string(data), f, filepath.Dir(f))
+		s.data[f] = data
+		// data is this scan's own copy and is never written, so the
+		// text can share it.
+		s.text(unsafe.String(unsafe.SliceData(data), len(data)), f, filepath.Dir(f))
 		if s.failed {
 			return
 		}

@@ -23,12 +23,15 @@ type jumpFS struct {
 }
 
 func (r jumpFS) ReadFile(name string) ([]byte, error) {
-	data, err := fs.ReadFile(r.FS, name)
-	if err == nil {
-		data = r.plan.File(name, data)
-		r.b.AddText(string(data))
+	data, ok := r.plan.ReadFile(name)
+	if !ok {
+		var err error
+		if data, err = fs.ReadFile(r.FS, name); err != nil {
+			return nil, err
+		}
 	}
-	return data, err
+	r.b.AddText(string(data))
+	return data, nil
 }
 
 // compileJumps compiles directives as the filter does: with the jumps
@@ -117,14 +120,21 @@ func TestPlanJumps(t *testing.T) {
 			t.Errorf("jump ID %d outside the jump IDs", id)
 		}
 	}
-	text := string(p.File("req.conf", jumpFiles["req.conf"].Data))
+	data, ok := p.ReadFile("req.conf")
+	if !ok {
+		t.Fatal("the plan does not hold req.conf")
+	}
+	if _, again := p.ReadFile("req.conf"); again {
+		t.Error("the plan hands req.conf out twice")
+	}
+	text := string(data)
 	if n, m := strings.Count(text, "\n"), strings.Count(string(jumpFiles["req.conf"].Data), "\n"); n != m {
 		t.Errorf("req.conf has %d lines with the jumps, %d without: line numbers moved", n, m)
 	}
 	if !strings.Contains(text, "# a comment inside") {
 		t.Error("the comment inside the continued rule was replaced")
 	}
-	if got := string(p.File("resp.conf", jumpFiles["resp.conf"].Data)); got != string(jumpFiles["resp.conf"].Data) {
+	if got, _ := p.ReadFile("resp.conf"); string(got) != string(jumpFiles["resp.conf"].Data) {
 		t.Errorf("resp.conf changed:\n%s", got)
 	}
 }

@@ -60,34 +60,47 @@ type action struct {
 // parseSecRule parses "SecRule VARIABLES "OPERATOR" "ACTIONS"". ok is
 // false for anything else (SecAction, SecMarker) or text it cannot split.
 func parseSecRule(raw string) (ruleText, bool) {
-	dir, rest, ok := strings.Cut(strings.TrimSpace(raw), " ")
-	if !ok || !strings.EqualFold(dir, "secrule") {
-		return ruleText{}, false
-	}
-	rest = strings.Trim(rest, " ")
-	vars, rest, ok := strings.Cut(rest, " ")
+	vars, op, actions, ok := splitSecRule(raw)
 	if !ok {
 		return ruleText{}, false
 	}
-	rest = strings.TrimLeft(rest, " ")
-	op, rest, ok := cutQuoted(rest)
-	if !ok {
-		return ruleText{}, false
-	}
-	op = unescapeQuotes(op[1 : len(op)-1])
 	var rt ruleText
 	if rt.targets, ok = parseTargets(vars); !ok {
 		return ruleText{}, false
 	}
-	rt.opName, rt.opArgs, rt.negated = splitOperator(op)
+	rt.opName, rt.opArgs, rt.negated = splitOperator(unescapeQuotes(op))
+	if actions != "" {
+		rt.actions = parseActions(actions)
+	}
+	return rt, true
+}
+
+// splitSecRule splits "SecRule VARIABLES "OPERATOR" "ACTIONS"" into its
+// three arguments, without the quotes (the operator's escaped quotes kept
+// as written), allocating nothing. ok is false for anything else.
+func splitSecRule(raw string) (vars, op, actions string, ok bool) {
+	dir, rest, ok := strings.Cut(strings.TrimSpace(raw), " ")
+	if !ok || !strings.EqualFold(dir, "secrule") {
+		return "", "", "", false
+	}
+	rest = strings.Trim(rest, " ")
+	vars, rest, ok = strings.Cut(rest, " ")
+	if !ok {
+		return "", "", "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	op, rest, ok = cutQuoted(rest)
+	if !ok {
+		return "", "", "", false
+	}
 	rest = strings.TrimLeft(rest, " ")
 	if rest != "" {
 		if len(rest) < 2 || rest[0] != '"' || rest[len(rest)-1] != '"' {
-			return ruleText{}, false
+			return "", "", "", false
 		}
-		rt.actions = parseActions(rest[1 : len(rest)-1])
+		actions = rest[1 : len(rest)-1]
 	}
-	return rt, true
+	return vars, op[1 : len(op)-1], actions, true
 }
 
 // cutQuoted returns the leading double-quoted string of s (quotes
@@ -217,6 +230,16 @@ func closing(s string, delim byte) int {
 // a character after a backslash is never a separator.
 func parseActions(s string) []action {
 	var out []action
+	eachAction(s, func(name, value string) {
+		out = append(out, action{name: strings.ToLower(name), value: value})
+	})
+	return out
+}
+
+// eachAction calls fn with each action of the list s, as parseActions
+// splits it, its name as written (fn compares it with strings.EqualFold),
+// allocating nothing.
+func eachAction(s string, fn func(name, value string)) {
 	start, colon := 0, -1
 	inQuotes := false
 	emit := func(end int) {
@@ -228,7 +251,7 @@ func parseActions(s string) []action {
 		if len(val) >= 2 && val[0] == '\'' && val[len(val)-1] == '\'' {
 			val = val[1 : len(val)-1]
 		}
-		out = append(out, action{name: strings.ToLower(strings.TrimSpace(key)), value: val})
+		fn(strings.TrimSpace(key), val)
 	}
 	for i := 1; i < len(s); i++ {
 		if s[i-1] == '\\' {
@@ -248,7 +271,6 @@ func parseActions(s string) []action {
 	if s != "" {
 		emit(len(s))
 	}
-	return out
 }
 
 // idList parses the ID arguments of SecRuleRemoveById and

@@ -55,6 +55,7 @@ func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory 
 		}
 		t := &trigger{op: op, b: compiling, seg: compiling.segment, pos: compiling.position()}
 		compiling.lastTrigger = t
+		compiling.triggers = append(compiling.triggers, t)
 		return t, nil
 	}
 }
@@ -77,6 +78,9 @@ type trigger struct {
 	// the rule itself; screening a stretch that a jump skips after all
 	// only costs time.
 	boundary bool
+	// adds: its rule has nothing but these additions for effects; when
+	// they all add 0, the operator does not match (noop.go).
+	adds []addition
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -197,6 +201,9 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	matched := t.op.Evaluate(tx, value)
 	if !matched && t.boundary && ix != nil {
 		ix.screenFrom(tx, t.seg+1, t.pos)
+	}
+	if matched && t.adds != nil && ix != nil && ix.prelude != nil && addsZero(t.adds, tx) {
+		return false
 	}
 	return matched
 }
