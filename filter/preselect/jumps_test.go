@@ -342,3 +342,15 @@ func TestJumps_crs(t *testing.T) {
 		t.Errorf("the prelude removes %d rules with the jumps, %d without", len(a), len(b))
 	}
 }
+
+// BenchmarkPlanJumps_crs measures what the planner adds to a VM start with
+// the CRS.
+func BenchmarkPlanJumps_crs(b *testing.B) {
+	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
+	b.ReportAllocs()
+	for b.Loop() {
+		if PlanJumps(directives, coreruleset.FS) == nil {
+			b.Fatal("no jumps")
+		}
+	}
+}
