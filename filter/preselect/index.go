@@ -211,11 +211,17 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	facts := scanDirectives(b.texts)
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
+	tagged := taggedRules(b.rules, facts, rulesInWAF)
 	for _, t := range b.triggers {
 		if t.pos < len(b.rules) && !hasAction(b.rules[t.pos].parsed.actions, "chain") {
-			if t.adds = additionsOf(b.rules[t.pos], facts); t.adds != nil {
-				ix.adders = append(ix.adders, b.rules[t.pos].id)
+			r := b.rules[t.pos]
+			if t.adds = additionsOf(r, facts); t.adds != nil {
+				ix.adders = append(ix.adders, r.id)
 			}
+			if t.ctls = targetRemovalsOf(r, tagged); t.ctls != nil {
+				ix.adders = append(ix.adders, r.id)
+			}
+			t.negated = r.parsed.negated
 		}
 	}
 	for _, r := range b.rules {
@@ -502,7 +508,8 @@ type Index struct {
 	// from every transaction.
 	jumps, jumpsOff []int
 	jumpCheck       *jumpCheck // until Snapshot
-	// adders are the rules whose additions of 0 do not match (noop.go).
+	// adders are the rules whose additions of 0, or whose ctl removing
+	// targets by tag, do not match (noop.go).
 	adders []int
 }
 
@@ -702,25 +709,28 @@ const (
 
 // newIndex decides, for each observed rule of a screened phase, whether
 // the screen may remove it, and builds the phase plans.
-func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) *Index {
-	ix := &Index{Skipped: map[string]int{}, why: map[int]string{}}
-	removed := func(r observed) bool {
-		if r.id == 0 {
-			return false
-		}
-		if inRanges(r.id, facts.removedIDs) {
-			return true
-		}
-		for _, t := range facts.removedTags {
-			if slices.Contains(r.tags, t) {
-				return true
-			}
-		}
+// removedAtConfig reports whether a SecRuleRemoveById or ByTag took r
+// out of the WAF after the observer saw it.
+func removedAtConfig(r observed, facts directiveFacts) bool {
+	if r.id == 0 {
 		return false
 	}
+	if inRanges(r.id, facts.removedIDs) {
+		return true
+	}
+	for _, t := range facts.removedTags {
+		if slices.Contains(r.tags, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) *Index {
+	ix := &Index{Skipped: map[string]int{}, why: map[int]string{}}
 	var kept []observedAt
 	for i, r := range rules {
-		if !removed(r) {
+		if !removedAtConfig(r, facts) {
 			kept = append(kept, observedAt{r, i})
 		}
 	}

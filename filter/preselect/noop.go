@@ -1,10 +1,12 @@
 package preselect
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types/variables"
 )
 
 // Additions of zero.
@@ -135,4 +137,115 @@ func addsZero(adds []addition, tx plugintypes.TransactionState) bool {
 		}
 	}
 	return true
+}
+
+// Removals of targets by tag.
+//
+// The CRS's 941010 matches nearly every request (its REQUEST_FILENAME
+// holds only the usual characters) and then runs
+// ctl:ruleRemoveTargetByTag=xss-perf-disable;REQUEST_FILENAME, for which
+// Coraza compares the tag with every tag of every rule of the WAF: about
+// 50 us natively per request. The operator of a rule whose only effects
+// are such ctl actions makes the removals itself, for the rules the
+// builder found with the tag (in the compiled rule set, in its order),
+// the way Coraza would at that very moment, and answers "no match": the
+// rule is not among the matched rules (it has nolog), with the same
+// differences as an addition of 0, and only in a rule set with a prelude.
+
+// targetRemover is what the operator needs of Coraza's transaction
+// (corazawaf.Transaction).
+type targetRemover interface {
+	RemoveRuleTargetByID(id int, variable variables.RuleVariable, key string, keyRx *regexp.Regexp)
+}
+
+// targetRemoval is one ctl:ruleRemoveTargetByTag: the rules with the tag,
+// the variable and its key (lower case; none for the whole collection).
+type targetRemoval struct {
+	ids      []int
+	variable variables.RuleVariable
+	key      string
+}
+
+// ctlActions are the actions a rule whose ctl the operator makes may
+// have besides its ctl actions.
+var ctlActions = map[string]bool{
+	"id": true, "phase": true, "pass": true, "nolog": true, "noauditlog": true, "t": true,
+	"tag": true, "ver": true, "rev": true, "msg": true, "logdata": true, "maturity": true,
+	"accuracy": true, "ctl": true,
+}
+
+// taggedRules returns the IDs of the WAF's rules by tag, in the compiled
+// rule set's order (what Coraza's ctl loops over); nil when a rule's tags
+// may have changed after the observer saw them, or a configuration-time
+// removal was not understood.
+func taggedRules(rules []observed, facts directiveFacts, rulesInWAF int) map[string][]int {
+	if len(facts.updated) != 0 || facts.updateAll {
+		return nil
+	}
+	tagged := map[string][]int{}
+	kept := 0
+	for _, r := range rules {
+		if removedAtConfig(r, facts) {
+			continue
+		}
+		kept++
+		for _, tag := range r.tags {
+			if ids := tagged[tag]; len(ids) == 0 || ids[len(ids)-1] != r.id {
+				tagged[tag] = append(ids, r.id)
+			}
+		}
+	}
+	if kept != rulesInWAF {
+		return nil
+	}
+	return tagged
+}
+
+// targetRemovalsOf returns the removals of r, a rule whose only effects
+// are ctl:ruleRemoveTargetByTag actions on a plain key or a whole
+// collection; nil for any other rule.
+func targetRemovalsOf(r observed, tagged map[string][]int) []targetRemoval {
+	p := r.parsed
+	if tagged == nil || !p.secRule || r.id == 0 || !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+		return nil
+	}
+	var out []targetRemoval
+	for _, a := range p.actions {
+		if !ctlActions[a.name] {
+			return nil
+		}
+		if a.name != "ctl" {
+			continue
+		}
+		// As Coraza's parseCtl reads it: the option's name is case
+		// sensitive, the tag is taken as written.
+		option, v, ok := strings.Cut(a.value, "=")
+		if !ok || option != "ruleRemoveTargetByTag" {
+			return nil
+		}
+		tag, col, ok := strings.Cut(v, ";")
+		if !ok {
+			return nil
+		}
+		name, key, _ := strings.Cut(col, ":")
+		key = strings.TrimSpace(key)
+		if key != "" && !plainKey(key) {
+			return nil
+		}
+		variable, err := variables.Parse(strings.TrimSpace(name))
+		if err != nil {
+			return nil
+		}
+		out = append(out, targetRemoval{ids: tagged[tag], variable: variable, key: strings.ToLower(key)})
+	}
+	return out
+}
+
+// removeTargets makes the removals, as Coraza's ctl does.
+func removeTargets(ctls []targetRemoval, rm targetRemover) {
+	for _, c := range ctls {
+		for _, id := range c.ids {
+			rm.RemoveRuleTargetByID(id, c.variable, c.key, nil)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/types/variables"
 )
 
 func TestAdditionsOf(t *testing.T) {
@@ -47,6 +48,8 @@ SecRule ARGS "@contains evil" "id:10,phase:2,pass,log,msg:'evil',setvar:'tx.scor
 SecRule ARGS "@contains odd" "id:11,phase:2,pass,log,msg:'odd',setvar:'tx.total=007'"
 SecRule TX:PL "@ge 1" "id:20,phase:2,pass,t:none,nolog,setvar:'tx.total=+%{tx.score}'"
 SecRule TX:PL "@ge 1" "id:21,phase:2,pass,t:none,nolog,setvar:'tx.fresh=+%{tx.score}'"
+SecRule TX:PL "!@ge 2" "id:22,phase:2,pass,t:none,nolog,setvar:'tx.total=+%{tx.score}'"
+SecRule TX:PL "!@ge 1" "id:23,phase:2,pass,t:none,nolog,setvar:'tx.total=+%{tx.score}'"
 SecRule TX:TOTAL "@ge 5" "id:30,phase:2,deny,status:403,log,msg:'total'"
 `
 
@@ -65,18 +68,20 @@ func TestAdditionsOfZero(t *testing.T) {
 	if ix.prelude == nil {
 		t.Fatal("no prelude")
 	}
-	if !slices.Equal(ix.adders, []int{20, 21}) {
-		t.Fatalf("adders %v, want [20 21]", ix.adders)
+	if !slices.Equal(ix.adders, []int{20, 21, 22, 23}) {
+		t.Fatalf("adders %v, want [20 21 22 23]", ix.adders)
 	}
 	for _, c := range []struct {
 		query   string
 		skipped []int // the additions that do not match
 	}{
-		// tx.fresh does not exist: setvar creates it, so 21 runs.
-		{"a=1", []int{20}},
+		// tx.fresh does not exist: setvar creates it, so 21 runs. 22
+		// is negated and matches (1 is not >= 2), 23 is and does not.
+		{"a=1", []int{20, 22}},
 		{"a=evil", nil},
-		// "007" is not how Go writes 7: setvar would write "7".
-		{"a=odd", nil},
+		// "007" is not how Go writes 7: setvar would write "7" (20);
+		// after that, 22 adds 0 to "7".
+		{"a=odd", []int{22}},
 	} {
 		a := runPrelude(t, with, ix, c.query, nil)
 		b := runPrelude(t, without, nil, c.query, append(c.skipped, ix.PreludeIDs()...))
@@ -84,7 +89,7 @@ func TestAdditionsOfZero(t *testing.T) {
 			t.Errorf("%s: with the preselection %+v, without %+v", c.query, a, b)
 		}
 	}
-	if q := ix.Quiet(); !q[20] || !q[21] || q[10] {
+	if q := ix.Quiet(); !q[20] || !q[21] || !q[22] || q[10] {
 		t.Errorf("Quiet %v: want the additions, not rule 10", q)
 	}
 
@@ -104,4 +109,93 @@ func TestAdditionsOfZero(t *testing.T) {
 	if a.status != b.status || a.tx != b.tx || !slices.Equal(a.matched, b.matched) {
 		t.Errorf("without a prelude: with the preselection %+v, without %+v", a, b)
 	}
+}
+
+func TestTargetRemovalsOf(t *testing.T) {
+	tagged := map[string][]int{"perf": {10, 11}}
+	for rule, want := range map[string][]targetRemoval{
+		`SecRule REQUEST_FILENAME "!@validateByteRange 47,97-122" "id:5,phase:1,pass,t:none,nolog,tag:'x',ctl:ruleRemoveTargetByTag=perf;REQUEST_FILENAME"`: {{ids: []int{10, 11}, variable: variables.RequestFilename}},
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf;ARGS:Foo"`:                                              {{ids: []int{10, 11}, variable: variables.Args, key: "foo"}},
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=none;ARGS"`:                                                  {{variable: variables.Args}},
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,log,ctl:ruleRemoveTargetByTag=perf;ARGS"`:                                                    nil, // logs
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,setvar:tx.a=1,ctl:ruleRemoveTargetByTag=perf;ARGS"`:                                    nil, // writes TX
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveById=10"`:                                                                nil,
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf;ARGS:/^a/"`:                                             nil, // a regexp key
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf;NO_SUCH_VARIABLE"`:                                      nil,
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf"`:                                                       nil,
+		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,chain,ctl:ruleRemoveTargetByTag=perf;ARGS"`:                                            nil,
+	} {
+		got := targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}, tagged)
+		if len(got) != len(want) || (len(got) == 1 && (!slices.Equal(got[0].ids, want[0].ids) || got[0].variable != want[0].variable || got[0].key != want[0].key)) {
+			t.Errorf("%s: %+v, want %+v", rule, got, want)
+		}
+	}
+	rule := `SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf;ARGS"`
+	if got := targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}, nil); got != nil {
+		t.Errorf("without the tags: %+v", got)
+	}
+}
+
+// targetRules remove a target by tag in the CRS's 941010 way.
+const targetRules = `SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.pl=1"
+SecRule REQUEST_FILENAME "!@validateByteRange 47,97-122" "id:5,phase:1,pass,t:none,nolog,ctl:ruleRemoveTargetByTag=perf;REQUEST_FILENAME"
+SecRule REQUEST_FILENAME|ARGS "@contains evil" "id:10,phase:2,deny,status:403,log,msg:'evil',tag:'perf'"
+SecRule REQUEST_FILENAME "@contains bad" "id:11,phase:2,deny,status:403,log,msg:'bad',tag:'other',tag:'perf'"
+SecRule REQUEST_FILENAME "@contains ugly" "id:12,phase:2,deny,status:403,log,msg:'ugly',tag:'perf'"
+SecRule REQUEST_FILENAME "@contains odd" "id:13,phase:2,deny,status:403,log,msg:'odd'"
+SecRuleRemoveById 12
+`
+
+// TestTargetRemovals runs requests through the rule set with and without
+// the preselection: rule 5 does not match, and the targets it removes
+// are removed all the same.
+func TestTargetRemovals(t *testing.T) {
+	with, ix := compile(t, targetRules)
+	if _, err := ix.Snapshot(with); err != nil {
+		t.Fatal(err)
+	}
+	without, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(targetRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ix.adders, []int{5}) {
+		t.Fatalf("adders %v, want [5]", ix.adders)
+	}
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/evil", 0},          // rule 5 matches: rule 10 no longer reads the path
+		{"/evil?a=evil", 403}, // but still ARGS
+		{"/bad", 0},           // nor does 11, tagged among others
+		{"/ugly", 0},          // 12 was removed
+		{"/odd", 403},         // 13 has not the tag
+		{"/evil1", 403},       // a digit: rule 5 does not match
+		{"/bad1", 403},
+	} {
+		a := runPrelude(t, with, ix, c.path, nil)
+		b := runPrelude(t, without, nil, c.path, append([]int{5}, ix.PreludeIDs()...))
+		if a.status != b.status || a.tx != b.tx || !slices.Equal(a.matched, b.matched) {
+			t.Errorf("%s: with the preselection %+v, without %+v", c.path, a, b)
+		}
+		if a.status != c.status {
+			t.Errorf("%s: status %d, want %d", c.path, a.status, c.status)
+		}
+	}
+}
+
+// TestAdders_crs pins the CRS rules whose effects the operators make
+// themselves: the eight score sums of paranoia level 1 and 941010.
+func TestAdders_crs(t *testing.T) {
+	waf, ix := compile(t, "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf")
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{941010, 949052, 949152, 949060, 949160, 959052, 959152, 959060, 959160} {
+		if !slices.Contains(ix.adders, id) {
+			t.Errorf("rule %d is not among %v", id, ix.adders)
+		}
+	}
+	t.Logf("%d rules: %v", len(ix.adders), ix.adders)
 }

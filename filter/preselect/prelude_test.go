@@ -27,7 +27,11 @@ func runPrelude(t *testing.T, waf coraza.WAF, ix *Index, query string, skip []in
 	if ix != nil {
 		ix.Start(tx)
 	}
-	tx.ProcessURI("/?"+query, "GET", "HTTP/1.1")
+	uri := "/?" + query
+	if strings.HasPrefix(query, "/") {
+		uri = query // a path, with its query
+	}
+	tx.ProcessURI(uri, "GET", "HTTP/1.1")
 	tx.AddRequestHeader("Host", "example.com")
 	var run preludeRun
 	it := tx.ProcessRequestHeaders()

@@ -81,6 +81,12 @@ type trigger struct {
 	// adds: its rule has nothing but these additions for effects; when
 	// they all add 0, the operator does not match (noop.go).
 	adds []addition
+	// ctls: its rule has nothing but these removals of targets for
+	// effects; the operator makes them itself and does not match.
+	ctls []targetRemoval
+	// negated: its rule's operator is written "!@" (set with adds or
+	// ctls).
+	negated bool
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -202,8 +208,19 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if !matched && t.boundary && ix != nil {
 		ix.screenFrom(tx, t.seg+1, t.pos)
 	}
-	if matched && t.adds != nil && ix != nil && ix.prelude != nil && addsZero(t.adds, tx) {
-		return false
+	// Coraza negates the operator's answer for a rule with "!@": the
+	// rule matches when the answer differs from negated, and does not
+	// when the answer is negated.
+	if matched != t.negated && ix != nil && ix.prelude != nil {
+		if t.adds != nil && addsZero(t.adds, tx) {
+			return t.negated
+		}
+		if t.ctls != nil {
+			if rm, ok := tx.(targetRemover); ok {
+				removeTargets(t.ctls, rm)
+				return t.negated
+			}
+		}
 	}
 	return matched
 }
