@@ -211,15 +211,21 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	facts := scanDirectives(b.texts)
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
-	tagged := taggedRules(b.rules, facts, rulesInWAF)
+	var tagged map[string][]int // found when a rule needs them
+	taggedDone := false
 	for _, t := range b.triggers {
 		if t.pos < len(b.rules) && !hasAction(b.rules[t.pos].parsed.actions, "chain") {
 			r := b.rules[t.pos]
 			if t.adds = additionsOf(r, facts); t.adds != nil {
 				ix.adders = append(ix.adders, r.id)
 			}
-			if t.ctls = targetRemovalsOf(r, tagged); t.ctls != nil {
-				ix.adders = append(ix.adders, r.id)
+			if ctls := targetRemovalsOf(r); ctls != nil {
+				if !taggedDone {
+					tagged, taggedDone = taggedRules(b.rules, facts, rulesInWAF), true
+				}
+				if t.ctls = withRules(ctls, tagged); t.ctls != nil {
+					ix.adders = append(ix.adders, r.id)
+				}
 			}
 			t.negated = r.parsed.negated
 		}

@@ -39,36 +39,42 @@ type addition struct {
 	literal   int
 }
 
-// zeroActions are the actions a rule whose additions may be skipped may
-// have: no logging, severity, capture, chain, flow or disruptive action
-// but pass.
-var zeroActions = map[string]bool{
-	"id": true, "phase": true, "pass": true, "nolog": true, "noauditlog": true, "t": true,
-	"tag": true, "ver": true, "rev": true, "msg": true, "logdata": true, "maturity": true,
-	"accuracy": true, "setvar": true,
+// quietEffects returns the actions named effect of r, a SecRule with an
+// ID, pass and nolog, whose other actions are metadata: those of
+// preludeActions but setvar (no logging, severity, capture, chain, flow or
+// disruptive action but pass). ok is false for any other rule.
+func quietEffects(r observed, effect string) (effects []action, ok bool) {
+	p := r.parsed
+	if !p.secRule || r.id == 0 || !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+		return nil, false
+	}
+	for _, a := range p.actions {
+		switch {
+		case a.name == effect:
+			effects = append(effects, a)
+		case a.name == "setvar" || !preludeActions[a.name]:
+			return nil, false
+		}
+	}
+	return effects, true
 }
 
 // additionsOf returns the additions of r, a rule on one TX key with
 // nothing but additions of TX values for effects; nil for any other rule.
 func additionsOf(r observed, facts directiveFacts) []addition {
 	p := r.parsed
-	if !p.secRule || r.id == 0 || len(p.targets) != 1 || inRanges(r.id, facts.updated) {
+	if len(p.targets) != 1 || inRanges(r.id, facts.updated) {
 		return nil
 	}
 	if t := p.targets[0]; t.name != "TX" || t.count || t.exclusion || t.key == "" || !plainKey(t.key) {
 		return nil
 	}
-	if !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+	setvars, ok := quietEffects(r, "setvar")
+	if !ok {
 		return nil
 	}
 	var adds []addition
-	for _, a := range p.actions {
-		if !zeroActions[a.name] {
-			return nil
-		}
-		if a.name != "setvar" {
-			continue
-		}
+	for _, a := range setvars {
 		add, ok := parseAddition(a.value)
 		if !ok {
 			return nil
@@ -158,20 +164,14 @@ type targetRemover interface {
 	RemoveRuleTargetByID(id int, variable variables.RuleVariable, key string, keyRx *regexp.Regexp)
 }
 
-// targetRemoval is one ctl:ruleRemoveTargetByTag: the rules with the tag,
-// the variable and its key (lower case; none for the whole collection).
+// targetRemoval is one ctl:ruleRemoveTargetByTag: the tag and the rules
+// with it, the variable and its key (lower case; none for the whole
+// collection).
 type targetRemoval struct {
+	tag      string
 	ids      []int
 	variable variables.RuleVariable
 	key      string
-}
-
-// ctlActions are the actions a rule whose ctl the operator makes may
-// have besides its ctl actions.
-var ctlActions = map[string]bool{
-	"id": true, "phase": true, "pass": true, "nolog": true, "noauditlog": true, "t": true,
-	"tag": true, "ver": true, "rev": true, "msg": true, "logdata": true, "maturity": true,
-	"accuracy": true, "ctl": true,
 }
 
 // taggedRules returns the IDs of the WAF's rules by tag, in the compiled
@@ -203,20 +203,15 @@ func taggedRules(rules []observed, facts directiveFacts, rulesInWAF int) map[str
 
 // targetRemovalsOf returns the removals of r, a rule whose only effects
 // are ctl:ruleRemoveTargetByTag actions on a plain key or a whole
-// collection; nil for any other rule.
-func targetRemovalsOf(r observed, tagged map[string][]int) []targetRemoval {
-	p := r.parsed
-	if tagged == nil || !p.secRule || r.id == 0 || !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+// collection, with their tags and without the rules (withRules adds
+// them); nil for any other rule.
+func targetRemovalsOf(r observed) []targetRemoval {
+	ctls, ok := quietEffects(r, "ctl")
+	if !ok {
 		return nil
 	}
 	var out []targetRemoval
-	for _, a := range p.actions {
-		if !ctlActions[a.name] {
-			return nil
-		}
-		if a.name != "ctl" {
-			continue
-		}
+	for _, a := range ctls {
 		// As Coraza's parseCtl reads it: the option's name is case
 		// sensitive, the tag is taken as written.
 		option, v, ok := strings.Cut(a.value, "=")
@@ -236,9 +231,21 @@ func targetRemovalsOf(r observed, tagged map[string][]int) []targetRemoval {
 		if err != nil {
 			return nil
 		}
-		out = append(out, targetRemoval{ids: tagged[tag], variable: variable, key: strings.ToLower(key)})
+		out = append(out, targetRemoval{tag: tag, variable: variable, key: strings.ToLower(key)})
 	}
 	return out
+}
+
+// withRules fills in the rules of each removal from tagged
+// (taggedRules); it returns nil when tagged is.
+func withRules(ctls []targetRemoval, tagged map[string][]int) []targetRemoval {
+	if tagged == nil {
+		return nil
+	}
+	for i := range ctls {
+		ctls[i].ids = tagged[ctls[i].tag]
+	}
+	return ctls
 }
 
 // removeTargets makes the removals, as Coraza's ctl does.

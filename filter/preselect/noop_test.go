@@ -125,13 +125,13 @@ func TestTargetRemovalsOf(t *testing.T) {
 		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf"`:                                                       nil,
 		`SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,chain,ctl:ruleRemoveTargetByTag=perf;ARGS"`:                                            nil,
 	} {
-		got := targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}, tagged)
+		got := withRules(targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}), tagged)
 		if len(got) != len(want) || (len(got) == 1 && (!slices.Equal(got[0].ids, want[0].ids) || got[0].variable != want[0].variable || got[0].key != want[0].key)) {
 			t.Errorf("%s: %+v, want %+v", rule, got, want)
 		}
 	}
 	rule := `SecRule REQUEST_FILENAME "@rx ^/a" "id:5,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=perf;ARGS"`
-	if got := targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}, nil); got != nil {
+	if got := withRules(targetRemovalsOf(observed{id: 5, raw: rule, parsed: parseRule(rule)}), nil); got != nil {
 		t.Errorf("without the tags: %+v", got)
 	}
 }
