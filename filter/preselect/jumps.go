@@ -289,52 +289,24 @@ func plainMark(m string) bool {
 	return m != "" && !strings.ContainsAny(m, ",'\" \t\\`")
 }
 
-// text reads one text the way Coraza's parser does: lines trimmed, blank
-// lines and comments skipped (even inside a continued directive), a
-// trailing backslash continuing the directive, a block between backticks
-// kept whole. A blank or comment line outside a directive is free for a
-// jump.
+// text reads one text the way Coraza's parser does (eachLine). A blank or
+// comment line outside a directive is free for a jump; of a run of them,
+// the planner keeps maxFree.
 func (s *jscan) text(data, file, dir string) {
-	var buf []byte
-	inBackticks, free := false, 0
-	for i := 0; data != ""; i++ {
-		raw, rest, _ := strings.Cut(data, "\n")
-		data = rest
-		line := strings.TrimSpace(raw)
-		if line == "" || line[0] == '#' {
-			if len(buf) == 0 && !inBackticks && free < maxFree {
-				s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
-				free++
-			}
-			continue
+	free, last := 0, -2
+	eachLine(data, func(l string) bool {
+		s.directive(l, dir)
+		return !s.failed
+	}, func(i int) {
+		if i != last+1 {
+			free = 0
 		}
-		free = 0
-		if !inBackticks && line[len(line)-1] == '`' {
-			inBackticks = true
-		} else if inBackticks && line[0] == '`' {
-			inBackticks = false
+		last = i
+		if free < maxFree {
+			s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
+			free++
 		}
-		if inBackticks {
-			buf = append(append(buf, line...), '\n')
-			continue
-		}
-		if line[len(line)-1] == '\\' {
-			buf = append(buf, line[:len(line)-1]...)
-			continue
-		}
-		if len(buf) == 0 {
-			s.directive(line, dir)
-		} else {
-			// The directive is read in place: what directive keeps of
-			// it, it copies.
-			buf = append(buf, line...)
-			s.directive(unsafe.String(unsafe.SliceData(buf), len(buf)), dir)
-			buf = buf[:0]
-		}
-		if s.failed {
-			return
-		}
-	}
+	})
 }
 
 // directive reads one directive: an Include is read in place, a rule or

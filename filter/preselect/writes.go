@@ -1,8 +1,8 @@
 package preselect
 
 import (
-	"bufio"
 	"strings"
+	"unsafe"
 )
 
 // The screen may judge a rule that reads TX variables (the CRS's
@@ -116,18 +116,35 @@ func actionWrites(acts []action) txWrites {
 }
 
 // logicalLines splits a directive text into the lines Coraza's SecLang
-// parser evaluates one by one (internal/seclang/parser.go, parseString):
-// each line trimmed, blank lines and comments dropped, a line ending in a
-// backslash joined with the next one without it, and a block between
-// backticks kept whole.
+// parser evaluates one by one (see eachLine).
 func logicalLines(text string) []string {
 	var out []string
-	sc := bufio.NewScanner(strings.NewReader(text))
-	var buf strings.Builder
+	eachLine(text, func(l string) bool {
+		out = append(out, strings.Clone(l))
+		return true
+	}, nil)
+	return out
+}
+
+// eachLine reads a directive text the way Coraza's SecLang parser does
+// (internal/seclang/parser.go, parseString): each line trimmed, blank
+// lines and comments skipped (even inside a continued directive), a line
+// ending in a backslash joined with the next one without it, a block
+// between backticks kept whole. It calls directive with each directive so
+// joined, a string that is valid only during the call, until directive
+// returns false; and free, when not nil, with the index of each blank or
+// comment line outside a directive.
+func eachLine(text string, directive func(string) bool, free func(line int)) {
+	var buf []byte
 	inBackticks := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for i := 0; text != ""; i++ {
+		raw, rest, _ := strings.Cut(text, "\n")
+		text = rest
+		line := strings.TrimSpace(raw)
 		if line == "" || line[0] == '#' {
+			if free != nil && len(buf) == 0 && !inBackticks {
+				free(i)
+			}
 			continue
 		}
 		if !inBackticks && line[len(line)-1] == '`' {
@@ -136,19 +153,23 @@ func logicalLines(text string) []string {
 			inBackticks = false
 		}
 		if inBackticks {
-			buf.WriteString(line)
-			buf.WriteString("\n")
+			buf = append(append(buf, line...), '\n')
 			continue
 		}
 		if line[len(line)-1] == '\\' {
-			buf.WriteString(strings.TrimSuffix(line, "\\"))
+			buf = append(buf, line[:len(line)-1]...)
 			continue
 		}
-		buf.WriteString(line)
-		out = append(out, buf.String())
-		buf.Reset()
+		d := line
+		if len(buf) != 0 {
+			buf = append(buf, line...)
+			d = unsafe.String(unsafe.SliceData(buf), len(buf))
+		}
+		if !directive(d) {
+			return
+		}
+		buf = buf[:0]
 	}
-	return out
 }
 
 // chainWrites reads the rule texts and returns, by the raw text of each
