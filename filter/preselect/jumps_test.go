@@ -354,3 +354,55 @@ func BenchmarkPlanJumps_crs(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanJumps_limits checks the planner at and past its limits: the
+// fewest markers a jump passes over, the free lines it keeps in a row,
+// the most jumps.
+func TestPlanJumps_limits(t *testing.T) {
+	plan := func(text string) *JumpPlan {
+		return PlanJumps("Include r.conf", fstest.MapFS{"r.conf": {Data: []byte(text)}})
+	}
+	markers := func(n int, prefix string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "SecMarker %s%d\n", prefix, i)
+		}
+		return b.String()
+	}
+	comments := strings.Repeat("#\n", maxFree+1)
+	// minJumpMarkers markers: a jump in each phase, on the first maxFree
+	// comment lines; one fewer: none.
+	p := plan(comments + markers(minJumpMarkers, "M"))
+	if p == nil || len(p.IDs()) != 5 {
+		t.Fatalf("%d markers: plan %v, want a jump in each of the 5 phases", minJumpMarkers, p)
+	}
+	for i := range maxFree {
+		if _, ok := p.lines["r.conf"][i]; !ok {
+			t.Errorf("comment line %d holds no jump: %v", i, p.lines)
+		}
+	}
+	if p := plan(comments + markers(minJumpMarkers-1, "M")); p != nil {
+		t.Errorf("%d markers: planned %v", minJumpMarkers-1, p.lines)
+	}
+	// Each block gives every phase a stretch of its own: 5 jumps.
+	blocks := func(n int) string {
+		var b strings.Builder
+		for k := range n {
+			b.WriteString(comments + markers(minJumpMarkers, fmt.Sprintf("B%d-", k)))
+			for phase := 1; phase <= 5; phase++ {
+				fmt.Fprintf(&b, "SecRule ARGS \"@rx x\" \"id:%d,phase:%d,pass,nolog\"\n", 100*k+phase, phase)
+			}
+		}
+		return b.String()
+	}
+	for _, n := range []int{maxJumps / 5, maxJumps/5 + 1} {
+		p := plan(blocks(n))
+		if p == nil {
+			t.Fatalf("%d blocks: no jumps", n)
+		}
+		ids := p.IDs()
+		if len(ids) != maxJumps || ids[0] != jumpBase || ids[len(ids)-1] != jumpBase+maxJumps-1 {
+			t.Errorf("%d blocks: %d jumps (%d to %d), want %d from %d", n, len(ids), ids[0], ids[len(ids)-1], maxJumps, jumpBase)
+		}
+	}
+}
