@@ -53,15 +53,24 @@ SecRule TX:PL "!@ge 1" "id:23,phase:2,pass,t:none,nolog,setvar:'tx.total=+%{tx.s
 SecRule TX:TOTAL "@ge 5" "id:30,phase:2,deny,status:403,log,msg:'total'"
 `
 
+// withAndWithout compiles rules with the preselection, its prelude made
+// (err says why there is none), and without it.
+func withAndWithout(t *testing.T, rules string) (coraza.WAF, *Index, coraza.WAF, error) {
+	t.Helper()
+	with, ix := compile(t, rules)
+	_, err := ix.Snapshot(with)
+	without, werr := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	return with, ix, without, err
+}
+
 // TestAdditionsOfZero runs requests through the rule set with and
 // without the preselection: an addition of 0 to an integer does not
 // match; everything else decides and writes as Coraza does.
 func TestAdditionsOfZero(t *testing.T) {
-	with, ix := compile(t, zeroRules)
-	if _, err := ix.Snapshot(with); err != nil {
-		t.Fatal(err)
-	}
-	without, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(zeroRules))
+	with, ix, without, err := withAndWithout(t, zeroRules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +105,7 @@ func TestAdditionsOfZero(t *testing.T) {
 	// Without a prelude (a rule reads MATCHED_VAR before it matches),
 	// every addition matches as in Coraza.
 	rules := zeroRules + `SecRule MATCHED_VAR "@streq x" "id:40,phase:2,pass,nolog"` + "\n"
-	with, ix = compile(t, rules)
-	_, _ = ix.Snapshot(with)
-	without, err = coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules))
-	if err != nil {
-		t.Fatal(err)
-	}
+	with, ix, without, _ = withAndWithout(t, rules)
 	if ix.prelude != nil {
 		t.Fatal("a prelude despite the MATCHED_VAR rule")
 	}
@@ -151,11 +155,7 @@ SecRuleRemoveById 12
 // the preselection: rule 5 does not match, and the targets it removes
 // are removed all the same.
 func TestTargetRemovals(t *testing.T) {
-	with, ix := compile(t, targetRules)
-	if _, err := ix.Snapshot(with); err != nil {
-		t.Fatal(err)
-	}
-	without, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(targetRules))
+	with, ix, without, err := withAndWithout(t, targetRules)
 	if err != nil {
 		t.Fatal(err)
 	}
