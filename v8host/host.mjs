@@ -878,9 +878,11 @@ function front(vm, up, agent, req, res) {
     });
     ureq.flushHeaders();
   };
-  const reqBody = (chunk, eos) => {
-    if (done) return;
-    const r = st.body(false, [chunk], eos);
+  // feedBody hands one body chunk to the VM and returns what it released,
+  // or null when the stream ended there: the VM failed, answered, or the
+  // body passed its buffer limit (Envoy's local reply status and details).
+  const feedBody = (response, chunk, eos, status, details, text) => {
+    const r = st.body(response, [chunk], eos);
     if (vm.failed) {
       st.failReply();
       answer();
@@ -888,14 +890,21 @@ function front(vm, up, agent, req, res) {
       st.reply();
       answer();
     } else if (r.overflow) {
-      localReply(413, "request_payload_too_large", "Payload Too Large");
+      localReply(status, details, text);
     } else {
-      if (st.reqHdrsOut) openUp();
-      for (const b of r.released) if (b.length > 0) ureq.write(b);
-      if (eos && r.done) {
-        st.out.upstream = true;
-        ureq.end();
-      }
+      return r;
+    }
+    return null;
+  };
+  const reqBody = (chunk, eos) => {
+    if (done) return;
+    const r = feedBody(false, chunk, eos, 413, "request_payload_too_large", "Payload Too Large");
+    if (r === null) return;
+    if (st.reqHdrsOut) openUp();
+    for (const b of r.released) if (b.length > 0) ureq.write(b);
+    if (eos && r.done) {
+      st.out.upstream = true;
+      ureq.end();
     }
   };
   const writeHeaders = (contentLength) => {
@@ -912,25 +921,16 @@ function front(vm, up, agent, req, res) {
   };
   const respBody = (chunk, eos) => {
     if (done) return;
-    const r = st.body(true, [chunk], eos);
-    if (vm.failed) {
-      st.failReply();
-      answer();
-    } else if (r.replied) {
-      st.reply();
-      answer();
-    } else if (r.overflow) {
-      localReply(500, "response_payload_too_large", "Internal Server Error");
-    } else {
-      if (st.respHdrsOut && !sentHeaders) writeHeaders(eos && r.done ? r.released.reduce((n, b) => n + b.length, 0) : undefined);
-      for (const b of r.released) if (b.length > 0) res.write(b);
-      if (eos && r.done) {
-        done = true;
-        upDone = true;
-        st.out.status = st.respStatus;
-        st.end();
-        res.end();
-      }
+    const r = feedBody(true, chunk, eos, 500, "response_payload_too_large", "Internal Server Error");
+    if (r === null) return;
+    if (st.respHdrsOut && !sentHeaders) writeHeaders(eos && r.done ? r.released.reduce((n, b) => n + b.length, 0) : undefined);
+    for (const b of r.released) if (b.length > 0) res.write(b);
+    if (eos && r.done) {
+      done = true;
+      upDone = true;
+      st.out.status = st.respStatus;
+      st.end();
+      res.end();
     }
   };
   function onResponse(r) {
