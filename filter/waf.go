@@ -91,7 +91,7 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if fix := inMemoryLimitDirective(directives); fix != "" {
 		compiled += "\n" + fix
 	}
-	cfg := coraza.NewWAFConfig().WithErrorCallback(logMatchedRule)
+	cfg := coraza.NewWAFConfig().WithErrorCallback(logMatchedRule).WithDebugLogger(newDebugLogger())
 	if !withPreselection {
 		waf, err := coraza.NewWAF(cfg.WithRootFS(rulesFS{}).WithDirectives(compiled))
 		if err != nil {
