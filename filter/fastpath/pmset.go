@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"slices"
+	"unsafe"
 
 	ahocorasick "github.com/petar-dambovaliev/aho-corasick"
 )
@@ -51,40 +52,48 @@ func asciiLower(c byte) byte {
 	return c
 }
 
-// trie is the pattern trie newPMSet builds the automaton from.
+// trie is the pattern trie newPMSet and NewUnion build their automata
+// from: its nodes in the order they were added, the root first.
 type trie struct {
-	label   []byte  // the byte into each node (lower-cased)
-	kids    []int32 // the first child, -1 for none
-	sibling []int32 // the next child of the same parent, -1 for none
-	last    []int32 // the last child added, -1 for none
-	end     []bool  // a pattern ends at the node
+	nodes []tnode
+}
+
+type tnode struct {
+	kid     int32 // the first child, -1 for none
+	sibling int32 // the next child of the same parent, -1 for none
+	last    int32 // the last child added, -1 for none
+	label   byte  // the byte into the node (lower-cased)
+	end     bool  // a pattern ends at the node
+}
+
+// newTrie returns a trie with its root, with room for size nodes.
+func newTrie(size int) trie {
+	t := trie{nodes: make([]tnode, 0, size)}
+	t.add(0)
+	return t
 }
 
 func (t *trie) add(label byte) int32 {
-	t.label = append(t.label, label)
-	t.kids = append(t.kids, -1)
-	t.sibling = append(t.sibling, -1)
-	t.last = append(t.last, -1)
-	t.end = append(t.end, false)
-	return int32(len(t.label) - 1)
+	t.nodes = append(t.nodes, tnode{kid: -1, sibling: -1, last: -1, label: label})
+	return int32(len(t.nodes) - 1)
 }
 
 // addChild adds a node on byte c as n's last child and returns it.
 func (t *trie) addChild(n int32, c byte) int32 {
 	k := t.add(c)
-	if l := t.last[n]; l >= 0 {
-		t.sibling[l] = k
+	if l := t.nodes[n].last; l >= 0 {
+		t.nodes[l].sibling = k
 	} else {
-		t.kids[n] = k
+		t.nodes[n].kid = k
 	}
-	t.last[n] = k
+	t.nodes[n].last = k
 	return k
 }
 
 // child is the child of n on byte c, -1 when there is none.
 func (t *trie) child(n int32, c byte) int32 {
-	for k := t.kids[n]; k >= 0; k = t.sibling[k] {
-		if t.label[k] == c {
+	for k := t.nodes[n].kid; k >= 0; k = t.nodes[k].sibling {
+		if t.nodes[k].label == c {
 			return k
 		}
 	}
@@ -98,12 +107,12 @@ func (t *trie) child(n int32, c byte) int32 {
 // from k. It returns the links, the nodes reached in order (the root
 // first), and the root's child on each byte (-1 for none).
 func (t *trie) breadthFirst(queue func(k int32, fail []int32) bool) (fail, order []int32, rootKid [256]int32) {
-	fail = make([]int32, len(t.label))
+	fail = make([]int32, len(t.nodes))
 	for c := range rootKid {
 		rootKid[c] = -1
 	}
-	for k := t.kids[0]; k >= 0; k = t.sibling[k] {
-		rootKid[t.label[k]] = k
+	for k := t.nodes[0].kid; k >= 0; k = t.nodes[k].sibling {
+		rootKid[t.nodes[k].label] = k
 	}
 	// goTo is the node after byte c from node m on the failure path.
 	goTo := func(m int32, c byte) int32 {
@@ -118,12 +127,12 @@ func (t *trie) breadthFirst(queue func(k int32, fail []int32) bool) (fail, order
 		}
 		return 0
 	}
-	order = []int32{0}
+	order = make([]int32, 1, len(t.nodes))
 	for qi := 0; qi < len(order); qi++ {
 		m := order[qi]
-		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
+		for k := t.nodes[m].kid; k >= 0; k = t.nodes[k].sibling {
 			if m != 0 {
-				fail[k] = goTo(fail[m], t.label[k])
+				fail[k] = goTo(fail[m], t.nodes[k].label)
 			}
 			if queue(k, fail) {
 				order = append(order, k)
@@ -131,6 +140,17 @@ func (t *trie) breadthFirst(queue func(k int32, fail []int32) bool) (fail, order
 		}
 	}
 	return fail, order, rootKid
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // newPMSet builds the decision of the library's automaton for patterns,
@@ -146,17 +166,19 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 		return nil
 	}
 	s := &pmSet{}
+	// The lower-cased patterns, in one buffer.
+	buf := make([]byte, 0, size)
 	lowered := make([]string, 0, len(patterns))
 	for _, p := range patterns {
 		if p == "" {
 			s.empty = true
 			continue
 		}
-		b := []byte(p)
-		for i, c := range b {
-			b[i] = asciiLower(c)
+		start := len(buf)
+		for i := 0; i < len(p); i++ {
+			buf = append(buf, asciiLower(p[i]))
 		}
-		lowered = append(lowered, string(b))
+		lowered = append(lowered, unsafe.String(&buf[start], len(p)))
 	}
 	if s.empty {
 		var one [1]byte
@@ -171,12 +193,20 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 	// before it: the child to follow is always the last one added.
 	slices.Sort(lowered)
 	lowered = slices.Compact(lowered)
-	var t trie
-	t.add(0)
+	// Each pattern adds at most the nodes past what it shares with the
+	// one before it.
+	nodes := 1
+	for i, p := range lowered {
+		nodes += len(p)
+		if i > 0 {
+			nodes -= commonPrefix(lowered[i-1], p)
+		}
+	}
+	t := newTrie(nodes)
 	for _, p := range lowered {
 		n := int32(0)
-		for i := 0; i < len(p) && !t.end[n]; i++ {
-			if k := t.last[n]; k >= 0 && t.label[k] == p[i] {
+		for i := 0; i < len(p) && !t.nodes[n].end; i++ {
+			if k := t.nodes[n].last; k >= 0 && t.nodes[k].label == p[i] {
 				n = k
 				continue
 			}
@@ -184,21 +214,25 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 		}
 		// A pattern with another as a prefix adds nothing: the search
 		// stops at the shorter one.
-		t.end[n] = true
+		t.nodes[n].end = true
 	}
 
 	// Breadth first: the failure link of each node and whether the node
 	// ends a pattern, itself or through its failure links (hit). Only the
 	// nodes that do not are states; the children of a hit are never
 	// reached.
-	hit := make([]bool, len(t.label))
+	hit := make([]bool, len(t.nodes))
 	fail, queue, rootKid := t.breadthFirst(func(k int32, fail []int32) bool {
-		hit[k] = t.end[k] || hit[fail[k]]
+		hit[k] = t.nodes[k].end || hit[fail[k]]
 		return !hit[k]
 	})
-	id := make([]uint32, len(t.label))
+	id := make([]uint32, len(t.nodes))
+	edges := 0
 	for qi, m := range queue {
 		id[m] = uint32(qi)
+		for k := t.nodes[m].kid; k >= 0 && m != 0; k = t.nodes[k].sibling {
+			edges++
+		}
 	}
 	target := func(k int32) uint32 {
 		if hit[k] {
@@ -208,18 +242,18 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 	}
 	s.first = make([]uint32, len(queue)+1)
 	s.fail = make([]uint32, len(queue))
+	s.edges = make([]uint32, 0, edges)
 	for qi, m := range queue {
 		s.first[qi] = uint32(len(s.edges))
 		s.fail[qi] = id[fail[m]]
 		if m == 0 {
 			continue
 		}
-		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
-			s.edges = append(s.edges, target(k)<<8|uint32(t.label[k]))
+		for k := t.nodes[m].kid; k >= 0; k = t.nodes[k].sibling {
+			s.edges = append(s.edges, target(k)<<8|uint32(t.nodes[k].label))
 		}
 	}
 	s.first[len(queue)] = uint32(len(s.edges))
-	s.edges = slices.Clip(s.edges)
 	for c := range 256 {
 		if k := rootKid[asciiLower(byte(c))]; k >= 0 {
 			s.root[c] = target(k)

@@ -48,8 +48,13 @@ func Confirm(op plugintypes.Operator) func(string) bool {
 // must be Filtered. It takes at most 65,536 operators.
 func NewUnion(ops []plugintypes.Operator) *Union {
 	u := &Union{n: len(ops)}
-	var t trie
-	t.add(0)
+	size := 1
+	for _, op := range ops {
+		for _, lit := range op.(*rx).filter.lits {
+			size += len(lit)
+		}
+	}
+	t := newTrie(size)
 	var ends [][]uint16 // per trie node, the operators whose literal ends there
 	addEnd := func(n int32, op uint16) {
 		for int(n) >= len(ends) {
@@ -73,13 +78,13 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 			addEnd(n, uint16(i))
 		}
 	}
-	for len(ends) < len(t.label) {
+	for len(ends) < len(t.nodes) {
 		ends = append(ends, nil)
 	}
 	// Breadth first: failure links, and the outputs of each state, its
 	// own and its failure link's (computed before it).
 	fail, queue, rootKid := t.breadthFirst(func(int32, []int32) bool { return true })
-	n := len(t.label)
+	n := len(t.nodes)
 	id := make([]uint32, n)
 	outs := make([][]uint16, n)
 	for qi, m := range queue {
@@ -120,8 +125,8 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 		if m == 0 {
 			continue
 		}
-		for k := t.kids[m]; k >= 0; k = t.sibling[k] {
-			u.edges = append(u.edges, id[k]<<8|uint32(t.label[k]))
+		for k := t.nodes[m].kid; k >= 0; k = t.nodes[k].sibling {
+			u.edges = append(u.edges, id[k]<<8|uint32(t.nodes[k].label))
 		}
 	}
 	u.first[len(queue)] = uint32(len(u.edges))

@@ -317,54 +317,64 @@ func (rr runtimeRemovals) mayRemoveKeeping(r, s observed) bool {
 	return false
 }
 
-// asciiLower lower-cases ASCII letters only, so that offsets into the
-// result are offsets into s.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+// hasFoldPrefix reports whether s starts with prefix, a lower-case ASCII
+// text, in any case.
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// scan adds the ctl removals of one directive text (lower, the same text
-// with ASCII letters lower-cased): of rules with what = "", of rule
-// targets with what = "target" (ctl:ruleRemoveTargetById and so on, whose
-// value names the rule before a ';').
-func (rr *runtimeRemovals) scan(text, lower, what string) {
-	for _, kind := range []string{"ctl:ruleremove" + what + "byid=", "ctl:ruleremove" + what + "bytag=", "ctl:ruleremove" + what + "bymsg="} {
-		for rest := lower; ; {
-			i := strings.Index(rest, kind)
-			if i < 0 {
+// scan adds the ctl removals of one directive text, written in any case:
+// of rules with what = "", of rule targets with what = "target"
+// (ctl:ruleRemoveTargetById and so on, whose value names the rule before
+// a ';'). It reads the text in place: the CRS's texts are 1.4 MB.
+func (rr *runtimeRemovals) scan(text, what string) {
+	for i := 0; ; i++ {
+		k := strings.IndexByte(text[i:], ':')
+		if k < 0 {
+			return
+		}
+		i += k
+		if i < 3 || !strings.EqualFold(text[i-3:i], "ctl") {
+			continue
+		}
+		rest := text[i+1:]
+		if !hasFoldPrefix(rest, "ruleremove") || !hasFoldPrefix(rest[len("ruleremove"):], what) {
+			continue
+		}
+		rest = rest[len("ruleremove")+len(what):]
+		kind := ""
+		for _, by := range []string{"byid=", "bytag=", "bymsg="} {
+			if hasFoldPrefix(rest, by) {
+				kind = by
 				break
 			}
-			start := len(lower) - len(rest) + i + len(kind)
-			rest = rest[i+len(kind):]
-			end := start
-			for end < len(text) && !strings.ContainsRune(",\"' \t\n\\", rune(text[end])) {
-				end++
-			}
-			value := text[start:end]
-			if what != "" {
-				value, _, _ = strings.Cut(value, ";")
-			}
-			switch kind[len(kind)-5:] {
-			case "byid=":
-				ids, ok := idList(value)
-				if !ok || len(ids) == 0 {
-					rr.any = true
-				}
-				rr.ids = append(rr.ids, ids...)
-			case "ytag=":
-				if value == "" || strings.Contains(value, "%{") {
-					rr.any = true
-				}
-				rr.tags = append(rr.tags, value)
-			default:
+		}
+		if kind == "" {
+			continue
+		}
+		start := len(text) - len(rest) + len(kind)
+		end := start
+		for end < len(text) && !strings.ContainsRune(",\"' \t\n\\", rune(text[end])) {
+			end++
+		}
+		value := text[start:end]
+		if what != "" {
+			value, _, _ = strings.Cut(value, ";")
+		}
+		switch kind {
+		case "byid=":
+			ids, ok := idList(value)
+			if !ok || len(ids) == 0 {
 				rr.any = true
 			}
+			rr.ids = append(rr.ids, ids...)
+		case "bytag=":
+			if value == "" || strings.Contains(value, "%{") {
+				rr.any = true
+			}
+			rr.tags = append(rr.tags, value)
+		default:
+			rr.any = true
 		}
 	}
 }
@@ -373,15 +383,18 @@ func (rr *runtimeRemovals) scan(text, lower, what string) {
 func scanDirectives(texts []string) directiveFacts {
 	var f directiveFacts
 	for _, text := range texts {
-		text = strings.ReplaceAll(text, "\\\n", " ")
-		lower := asciiLower(text)
-		f.runtime.scan(text, lower, "")
-		f.runtimeTargets.scan(text, lower, "target")
-		for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(text, "\\\n") {
+			text = strings.ReplaceAll(text, "\\\n", " ")
+		}
+		f.runtime.scan(text, "")
+		f.runtimeTargets.scan(text, "target")
+		for rest := text; rest != ""; {
+			var line string
+			line, rest, _ = strings.Cut(rest, "\n")
 			line = strings.TrimSpace(line)
 			dir, args, _ := strings.Cut(line, " ")
 			args = strings.TrimSpace(args)
-			switch strings.ToLower(dir) {
+			switch factDirective(dir) {
 			case "secdefaultaction":
 				for _, a := range parseActions(strings.Trim(args, `"`)) {
 					switch a.name {
@@ -432,6 +445,18 @@ func scanDirectives(texts []string) directiveFacts {
 		}
 	}
 	return f
+}
+
+// factDirective returns, in lower case, the directive dir names when
+// scanDirectives reads it, "" for any other.
+func factDirective(dir string) string {
+	for _, d := range []string{"secdefaultaction", "secruleupdateactionbyid", "secruleupdatetargetbyid",
+		"secruleupdatetargetbytag", "secruleupdatetargetbymsg", "secruleremovebyid", "secruleremovebytag"} {
+		if strings.EqualFold(dir, d) {
+			return d
+		}
+	}
+	return ""
 }
 
 // defaultOnly are the SecDefaultAction actions that change nothing for a

@@ -97,12 +97,19 @@ func TestScanDirectives(t *testing.T) {
 		`SecRuleUpdateTargetByTag attack-sqli "ARGS:x"`,
 		`SecRule ARGS "@rx x" "id:1,ctl:ruleRemoveByTag=OWASP_CRS,CTL:ruleRemoveById=920100-920200"`,
 		`SecRule ARGS "@rx x" "id:2,ctl:ruleRemoveById=930100,ctl:ruleRemoveByMsg='x'"`,
+		"secruleREMOVEbyid 7-9\nSecAction \"id:3,pass,CTL:RuleRemoveTargetById=942100;ARGS:x,ctl:ruleRemoveTargetByTag=xss;ARGS\"",
 	})
 	if !f.defaultsTransform || !f.updateAll || !f.runtime.any {
 		t.Errorf("flags not set: %+v", f)
 	}
 	if !slices.Equal(f.runtime.tags, []string{"OWASP_CRS"}) || !slices.Equal(f.runtime.ids, [][2]int{{920100, 920200}, {930100, 930100}}) {
 		t.Errorf("runtime removals %+v", f.runtime)
+	}
+	if !inRanges(8, f.removedIDs) {
+		t.Errorf("removed %v, want 7-9 (the directive's name in any case)", f.removedIDs)
+	}
+	if !slices.Equal(f.runtimeTargets.ids, [][2]int{{942100, 942100}}) || !slices.Equal(f.runtimeTargets.tags, []string{"xss"}) || f.runtimeTargets.any {
+		t.Errorf("runtime target removals %+v", f.runtimeTargets)
 	}
 	rr := runtimeRemovals{ids: [][2]int{{10, 20}}, tags: []string{"a"}}
 	s := observed{id: 15, tags: []string{"b"}}
