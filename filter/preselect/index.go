@@ -1,6 +1,7 @@
 package preselect
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -619,6 +620,55 @@ type phasePlan struct {
 	// value (see memo.go), for the collections memoVar says.
 	memo    memo
 	memoVar []memoRule
+	// ids are the rule set's rules in the order of their IDs, for the
+	// ranges a screen removes (removeDropped); slotOf is the place of
+	// each of rules there.
+	ids    []idSlot
+	slotOf []int32
+}
+
+// idSlot is one rule of the rule set, for the ranges of IDs a screen of
+// the phase removes: the rule's index in phasePlan.rules, or slotDone for
+// a rule the rest of the transaction never evaluates after the phase has
+// begun (a rule of an earlier phase; one the prelude removes from every
+// transaction, see Snapshot), or slotKeep for a rule no range may cover
+// (a rule of the phase the screen does not decide on, one of a later
+// phase).
+type idSlot struct {
+	id  int
+	idx int32
+}
+
+const (
+	slotDone = -1
+	slotKeep = -2
+)
+
+// orderByID fills ids and slotOf from the observed rules (the rules of
+// the WAF, and those a configuration-time removal took out, which keep
+// their slots: a range over a rule that is not there removes nothing).
+func (pp *phasePlan) orderByID(rules []observed, p types.RulePhase, byPos map[int]*srule) {
+	pp.ids = pp.ids[:0]
+	for pos, r := range rules {
+		if r.secMark != "" || r.id <= 0 {
+			continue
+		}
+		slot := idSlot{id: r.id, idx: slotKeep}
+		switch sr := byPos[pos]; {
+		case sr != nil:
+			slot.idx = int32(sr.idx)
+		case r.phase < p:
+			slot.idx = slotDone
+		}
+		pp.ids = append(pp.ids, slot)
+	}
+	slices.SortFunc(pp.ids, func(a, b idSlot) int { return cmp.Compare(a.id, b.id) })
+	pp.slotOf = make([]int32, len(pp.rules))
+	for k, s := range pp.ids {
+		if s.idx >= 0 {
+			pp.slotOf[s.idx] = int32(k)
+		}
+	}
 }
 
 // segment is one stretch of a phase: the rules between two places a
@@ -855,6 +905,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 		for _, v := range pp.vars {
 			pp.memoVar = append(pp.memoVar, memoized(v))
 		}
+		pp.orderByID(rules, p, byPos)
 		ix.plans[p] = pp
 		byPhase[p] = inPhase
 		for i, w := range window {

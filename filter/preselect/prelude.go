@@ -450,12 +450,26 @@ type txRemover interface {
 // transaction no longer evaluates.
 func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	n, err := ix.snapshot(waf)
-	if jc := ix.jumpCheck; jc != nil && ix.prelude != nil {
+	if ix.prelude != nil {
 		removed := make(map[int]bool, len(ix.prelude.removed))
 		for _, id := range ix.prelude.removed {
 			removed[id] = true
 		}
-		ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
+		if jc := ix.jumpCheck; jc != nil {
+			ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
+		}
+		// Start removes them from every transaction: a range of a
+		// screen may cover them.
+		for _, pp := range ix.plans {
+			if pp == nil {
+				continue
+			}
+			for k, s := range pp.ids {
+				if removed[s.id] {
+					pp.ids[k].idx = slotDone
+				}
+			}
+		}
 	}
 	ix.jumpCheck = nil
 	return n, err

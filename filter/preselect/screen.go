@@ -141,10 +141,13 @@ type txState struct {
 	values        [][]types.MatchData
 	have          []bool
 	// Per screen: the TX values read, the stretches of the batch, the
-	// rules to remove, how many were judged.
+	// rules to remove (their indexes in phasePlan.rules; now[idx] ==
+	// nowGen marks them), how many were judged.
 	tx      []txValues
 	batch   []int
 	drop    []int
+	now     []uint32
+	nowGen  uint32
 	judged  int
 	removed int
 }
@@ -179,6 +182,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.all = resize(st.all, len(pp.nodes))
 	st.member = resize(st.member, len(pp.rules))
 	st.seen = resize(st.seen, len(pp.rules))
+	st.now = resize(st.now, len(pp.rules))
 	st.have = resize(st.have, len(pp.vars))
 
 	if cap(st.values) < len(pp.vars) {
@@ -271,9 +275,7 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	} else {
 		st.plan(pp, tx, seg, pos)
 	}
-	for _, id := range st.drop {
-		calls.RemoveRuleByID(id)
-	}
+	st.removeDropped(pp, calls)
 	if OnScreen != nil && st.judged != 0 {
 		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: st.judged, Removed: st.removed, Took: time.Since(start)})
 	}
@@ -403,6 +405,58 @@ func (st *txState) retry(pp *phasePlan, tx plugintypes.TransactionState, seg, po
 	st.pending[seg] = n
 }
 
+// removeDropped removes the rules of this screen's drop list from the
+// transaction. Coraza keeps the removed IDs in a map it makes anew for
+// every transaction, so each ID costs an insertion that grows the map;
+// a screen drops some 140 rules of the CRS in phase 2 alone. A run of
+// them that is consecutive in the order of IDs, counting the rules
+// removed before and those the phase can no longer reach (slotDone) but
+// no other, goes as one range when it holds minRange rules dropped now
+// or more (what a range costs, see minRange), the rest one by one.
+func (st *txState) removeDropped(pp *phasePlan, calls txCalls) {
+	if len(st.drop) < minRange || len(pp.ids) == 0 {
+		for _, idx := range st.drop {
+			calls.RemoveRuleByID(pp.rules[idx].id)
+		}
+		return
+	}
+	st.nowGen++
+	lo, hi := len(pp.ids), -1
+	for _, idx := range st.drop {
+		st.now[idx] = st.nowGen
+		k := int(pp.slotOf[idx])
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	start, count := -1, 0
+	for k := lo; k <= hi+1; k++ {
+		if k <= hi {
+			s := pp.ids[k]
+			if s.idx == slotDone || s.idx >= 0 && st.rules[s.idx] == dropped {
+				if start < 0 {
+					start = k
+				}
+				if s.idx >= 0 && st.now[s.idx] == st.nowGen {
+					count++
+				}
+				continue
+			}
+		}
+		if start < 0 {
+			continue
+		}
+		if count >= minRange {
+			calls.RemoveRuleByIDRange(pp.ids[start].id, pp.ids[k-1].id)
+		} else {
+			for _, s := range pp.ids[start:k] {
+				if s.idx >= 0 && st.now[s.idx] == st.nowGen {
+					calls.RemoveRuleByID(s.id)
+				}
+			}
+		}
+		start, count = -1, 0
+	}
+}
+
 // decide records the judgement of r.
 func (st *txState) decide(r *srule, match bool) {
 	st.judged++
@@ -411,7 +465,7 @@ func (st *txState) decide(r *srule, match bool) {
 		return
 	}
 	st.rules[r.idx] = dropped
-	st.drop = append(st.drop, r.id)
+	st.drop = append(st.drop, r.idx)
 	st.removed++
 }
 
