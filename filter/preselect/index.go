@@ -608,9 +608,9 @@ type phasePlan struct {
 	segs  []segment
 	root  *node
 	nodes []*node
-	// vars are the collections the trie's rules read; bit i of
-	// srule.vars and node.vars stands for vars[i].
-	vars []variables.RuleVariable
+	// vars are the collections the trie's rules read, whole or by a
+	// plain key; bit i of srule.vars and node.vars stands for vars[i].
+	vars []varSlot
 	// union finds in one pass over a value which of the @rx rules of the
 	// trie may match it (see fastpath.Union); hitWords is the size of its
 	// hit set.
@@ -762,13 +762,35 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 
 // bit returns the bit of collection v, adding it.
 func (pp *phasePlan) bit(v variables.RuleVariable) uint64 {
+	b, _ := pp.slotBit(varSlot{v: v})
+	return b
+}
+
+// varSlot is a collection a trie rule reads: whole (key "") or the values
+// of one plain key, as Coraza looks it up (lookupKey).
+type varSlot struct {
+	v   variables.RuleVariable
+	key string
+}
+
+// maxSlots is the most collections a phase's trie reads, whole or by key:
+// they are the bits of a uint64. A keyed target past it is read as its
+// whole collection, a superset.
+const maxSlots = 64
+
+// slotBit returns the bit of slot s, adding it; ok is false when there is
+// no room for it.
+func (pp *phasePlan) slotBit(s varSlot) (uint64, bool) {
 	for i, have := range pp.vars {
-		if have == v {
-			return 1 << i
+		if have == s {
+			return 1 << i, true
 		}
 	}
-	pp.vars = append(pp.vars, v)
-	return 1 << (len(pp.vars) - 1)
+	if len(pp.vars) == maxSlots {
+		return 0, false
+	}
+	pp.vars = append(pp.vars, s)
+	return 1 << (len(pp.vars) - 1), true
 }
 
 // Reasons a rule of a screened phase is always evaluated.
@@ -903,7 +925,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			}
 		}
 		for _, v := range pp.vars {
-			pp.memoVar = append(pp.memoVar, memoized(v))
+			pp.memoVar = append(pp.memoVar, memoized(v.v))
 		}
 		pp.orderByID(rules, p, byPos)
 		ix.plans[p] = pp
@@ -981,6 +1003,8 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 	countsSafe := !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated) && !facts.runtimeTargets.mayName(r)
 	var vars uint64
 	stable, keyed := 0, 0 // whole stable collections read, and those with a plain key
+	// The plain keys a trie rule reads, beside whole collections.
+	var keys []varSlot
 	for _, t := range rt.targets {
 		if t.exclusion {
 			continue
@@ -1015,6 +1039,15 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 				st.vi = bits.TrailingZeros64(pp.bit(v))
 			}
 			sr.targets = append(sr.targets, st)
+			continue
+		}
+		if t.key != "" && v != variables.Args {
+			// Read by key: a slot of its own once the rule is known
+			// to be a trie rule (below).
+			st := starget{v: v, key: lookupKey(v, t.key), vi: -1}
+			keyed++
+			sr.targets = append(sr.targets, st)
+			keys = append(keys, varSlot{v: v, key: st.key})
 			continue
 		}
 		bit := pp.bit(v)
@@ -1078,9 +1111,18 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 		// be a superset that matches far more often than the rule.
 		return sr, ""
 	}
-	// A trie rule: only whole stable collections, no macro. It keeps its
-	// targets and chain too, for when the screen judges it on its own
-	// (a rule with skipAfter, to know where Coraza goes on).
+	// A trie rule: stable collections, whole or by plain key (the values
+	// of that key alone, as Coraza reads them: REQUEST_HEADERS:User-Agent
+	// is not every header), no macro. It keeps its targets and chain too,
+	// for when the screen judges it on its own (a rule with skipAfter, to
+	// know where Coraza goes on).
+	for _, k := range keys {
+		bit, ok := pp.slotBit(k)
+		if !ok {
+			bit = pp.bit(k.v)
+		}
+		vars |= bit
+	}
 	sr.vars = vars
 	chain := sr.chain
 	// Coraza evaluates a multiMatch rule on the value as read and on every

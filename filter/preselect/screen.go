@@ -471,11 +471,14 @@ func (st *txState) decide(r *srule, match bool) {
 
 // valuesOf returns the values of the stable collection v (bit i of the
 // plan), read once per phase.
-func (st *txState) valuesOf(i int, v variables.RuleVariable, tx plugintypes.TransactionState) []types.MatchData {
+func (st *txState) valuesOf(i int, v varSlot, tx plugintypes.TransactionState) []types.MatchData {
 	if !st.have[i] {
 		st.have[i] = true
 		st.values[i] = nil
-		if col := tx.Collection(v); col != nil {
+		col := tx.Collection(v.v)
+		if keyed, ok := col.(collection.Keyed); ok && v.key != "" {
+			st.values[i] = keyed.FindString(v.key)
+		} else if col != nil && v.key == "" {
 			st.values[i] = col.FindAll()
 		}
 	}
@@ -518,7 +521,7 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 				vals = col.FindString(t.key)
 			}
 		default:
-			vals = st.valuesOf(t.vi, t.v, tx)
+			vals = st.valuesOf(t.vi, pp.vars[t.vi], tx)
 		}
 		if match = r.matchesTarget(judge, t, vals); match {
 			break
