@@ -180,7 +180,7 @@ func Judge(op plugintypes.Operator) (judge func(value string) bool, ok bool) {
 		}
 		return func(value string) bool { return o.filter.mayMatch(value) && o.matches(value) }, true
 	case *byteRx:
-		return func(value string) bool { return o.matcher().MatchString(value) }, true
+		return o.matches, true
 	case *pm:
 		return o.judge, true
 	case *strMatch:

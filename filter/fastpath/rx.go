@@ -139,10 +139,21 @@ type byteRx struct {
 }
 
 type compiledByteRx struct {
-	expr               string
-	flat               string // expr with its counted repeats flattened
+	expr string
+	flat string // expr with its counted repeats flattened
+	// first are the bytes a match starts with (firstBytes; nil: any
+	// value may match): the matcher runs only on a value with one.
+	first              *byteSet
 	matchOnce, capOnce sync.Once
 	match, capture     *binaryregexp.Regexp
+}
+
+// matches reports whether the pattern matches value.
+func (c *compiledByteRx) matches(value string) bool {
+	if c.first != nil && !c.first.in(value) {
+		return false
+	}
+	return c.matcher().MatchString(value)
 }
 
 func (c *compiledByteRx) matcher() *binaryregexp.Regexp {
@@ -163,7 +174,7 @@ func newByteRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 			// The error binaryregexp.Compile gives.
 			return nil, err
 		}
-		return &compiledByteRx{expr: expr, flat: flattenByteRepeats(re).String()}, nil
+		return &compiledByteRx{expr: expr, flat: flattenByteRepeats(re).String(), first: firstBytes(re)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -173,9 +184,9 @@ func newByteRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 
 func (o *byteRx) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if !tx.Capturing() {
-		return o.matcher().MatchString(value)
+		return o.matches(value)
 	}
-	if !o.matcher().MatchString(value) {
+	if !o.matches(value) {
 		return false
 	}
 	m := o.capturer().FindStringSubmatchIndex(value)
