@@ -3,8 +3,11 @@ package fastpath
 import (
 	"math/rand/v2"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func compileDFA(t testing.TB, expr string) (*regexp.Regexp, *dfa) {
@@ -192,4 +195,47 @@ func FuzzDFA(f *testing.F) {
 		checkSame(t, expr, re, d, v)
 		d.reset()
 	})
+}
+
+// TestCompileProg_ownRunes: the runes of a compiled prog's instructions are
+// one array of their own, not the parsed pattern's (which the prog would
+// keep alive), and the same runes as the compiler gave.
+func TestCompileProg_ownRunes(t *testing.T) {
+	const expr = `(?i)ab[c-e]x|héllo\d+`
+	prog, err := compileProg(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := syntax.Compile(flattenRepeats(re).Simplify())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prog.Inst) != len(want.Inst) {
+		t.Fatalf("%d instructions, want %d", len(prog.Inst), len(want.Inst))
+	}
+	var first *rune
+	total := 0
+	for i, in := range prog.Inst {
+		if !slices.Equal(in.Rune, want.Inst[i].Rune) {
+			t.Errorf("instruction %d: runes %q, want %q", i, in.Rune, want.Inst[i].Rune)
+		}
+		if len(in.Rune) == 0 {
+			continue
+		}
+		if first == nil {
+			first = &in.Rune[0]
+		}
+		// In one array, one after the other.
+		if got := unsafe.Pointer(&in.Rune[0]); got != unsafe.Add(unsafe.Pointer(first), total*4) {
+			t.Errorf("instruction %d's runes are not in the prog's own array", i)
+		}
+		total += len(in.Rune)
+	}
+	if total == 0 {
+		t.Fatal("no runes: the test shows nothing")
+	}
 }
