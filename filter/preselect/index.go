@@ -610,7 +610,8 @@ type phasePlan struct {
 	nodes []*node
 	// vars are the collections the trie's rules read, whole or by a
 	// plain key; bit i of srule.vars and node.vars stands for vars[i].
-	vars []varSlot
+	vars       []varSlot
+	keyedSlots int // of vars
 	// union finds in one pass over a value which of the @rx rules of the
 	// trie may match it (see fastpath.Union); hitWords is the size of its
 	// hit set.
@@ -761,9 +762,8 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 }
 
 // bit returns the bit of collection v, adding it.
-func (pp *phasePlan) bit(v variables.RuleVariable) uint64 {
-	b, _ := pp.slotBit(varSlot{v: v})
-	return b
+func (pp *phasePlan) bit(v variables.RuleVariable) (uint64, bool) {
+	return pp.slotBit(varSlot{v: v})
 }
 
 // varSlot is a collection a trie rule reads: whole (key "") or the values
@@ -774,7 +774,9 @@ type varSlot struct {
 }
 
 // maxSlots is the most collections a phase's trie reads, whole or by key:
-// they are the bits of a uint64. A keyed target past it is read as its
+// they are the bits of a uint64. Keys take at most the room the whole
+// collections leave (maxSlots - len(stableTargets)), so that every whole
+// collection always has its slot; a keyed target past them is read as its
 // whole collection, a superset.
 const maxSlots = 64
 
@@ -786,8 +788,11 @@ func (pp *phasePlan) slotBit(s varSlot) (uint64, bool) {
 			return 1 << i, true
 		}
 	}
-	if len(pp.vars) == maxSlots {
+	if len(pp.vars) == maxSlots || s.key != "" && pp.keyedSlots == maxSlots-len(stableTargets) {
 		return 0, false
+	}
+	if s.key != "" {
+		pp.keyedSlots++
 	}
 	pp.vars = append(pp.vars, s)
 	return 1 << (len(pp.vars) - 1), true
@@ -800,6 +805,7 @@ const (
 	reasonOperator    = "operator not screened"
 	reasonMacro       = "a macro in the operator argument that reads more than TX"
 	reasonTarget      = "a target the screen does not read"
+	reasonSlots       = "more collections in the phase than the screen has slots for"
 	reasonCount       = "a count whose values a target exclusion may change"
 	reasonTransform   = "a transformation that is not this project's"
 	reasonDefaults    = "inherits SecDefaultAction transformations"
@@ -1036,7 +1042,11 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 			}
 			st := starget{v: v, key: lookupKey(v, t.key), count: true, vi: -1}
 			if t.key == "" {
-				st.vi = bits.TrailingZeros64(pp.bit(v))
+				bit, ok := pp.bit(v)
+				if !ok {
+					return nil, reasonSlots
+				}
+				st.vi = bits.TrailingZeros64(bit)
 			}
 			sr.targets = append(sr.targets, st)
 			continue
@@ -1050,7 +1060,10 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 			keys = append(keys, varSlot{v: v, key: st.key})
 			continue
 		}
-		bit := pp.bit(v)
+		bit, ok := pp.bit(v)
+		if !ok {
+			return nil, reasonSlots
+		}
 		st := starget{v: v, vi: bits.TrailingZeros64(bit)}
 		if t.key != "" {
 			st.key = lookupKey(v, t.key)
@@ -1062,7 +1075,14 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 			// joins into it (corazawaf.NewTransactionVariables), so that
 			// the values of the query string and those of the body are
 			// told apart (see memoized).
-			bit = pp.bit(variables.ArgsGet) | pp.bit(variables.ArgsPost) | pp.bit(variables.ArgsPath)
+			bit = 0
+			for _, a := range []variables.RuleVariable{variables.ArgsGet, variables.ArgsPost, variables.ArgsPath} {
+				b, ok := pp.bit(a)
+				if !ok {
+					return nil, reasonSlots
+				}
+				bit |= b
+			}
 		}
 		vars |= bit
 	}
@@ -1119,7 +1139,9 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 	for _, k := range keys {
 		bit, ok := pp.slotBit(k)
 		if !ok {
-			bit = pp.bit(k.v)
+			if bit, ok = pp.bit(k.v); !ok {
+				return nil, reasonSlots
+			}
 		}
 		vars |= bit
 	}

@@ -215,8 +215,9 @@ Include other.conf
 // whole collections is judged on that key's values alone, as Coraza reads
 // them. Rule 1 reads the User-Agent header: an Accept header with its
 // pattern does not keep it, a User-Agent with it makes it match. Past the
-// slots a phase has (maxSlots), a keyed target is read as its whole
-// collection, which keeps more rules but removes none that matches.
+// slots for keys (maxSlots), a keyed target is read as its whole
+// collection, which keeps more rules but removes none that matches, and a
+// whole collection read after them still has its slot.
 func TestScreen_keyedTargets(t *testing.T) {
 	rules := `SecRuleEngine On
 SecRule REQUEST_HEADERS "@rx zzz" "id:10,phase:1,pass,log"
@@ -226,21 +227,24 @@ SecRule REQUEST_HEADERS:Referer|ARGS_NAMES "@contains evil" "id:2,phase:1,pass,l
 	for i := 0; i < 70; i++ {
 		rules += fmt.Sprintf("SecRule REQUEST_HEADERS:X-K%d|ARGS \"@contains v%dx\" \"id:%d,phase:1,pass,log\"\n", i, i, 100+i)
 	}
+	// A collection no rule read before, once the slots are taken: the
+	// rule must still be judged on it (or left to Coraza).
+	rules += "SecRule REQUEST_COOKIES|ARGS_NAMES \"@contains zq\" \"id:300,phase:1,pass,log\"\n"
 	waf, _ := compile(t, rules)
 	for _, c := range []struct {
 		name    string
 		headers [][2]string
 		want    []int
-		// kept is how many of the 72 rules after rule 10 the screen
+		// kept is how many of the 73 rules after rule 10 the screen
 		// leaves to Coraza (it judges rule 10 too, which runs it).
 		kept int
 	}{
 		{"another header has the pattern", [][2]string{{"Accept", "application/xhtml+xml"}, {"User-Agent", "curl"}, {"Referer", "an EVIL site"}}, []int{2}, 1},
 		{"the key's value has it", [][2]string{{"User-Agent", "xhtml browser"}, {"X-K3", "v3x"}, {"X-K69", "v69x"}}, []int{1, 103, 169}, 3},
-		// 103 reads X-K3 alone; 169 is past the slots (REQUEST_HEADERS,
-		// User-Agent, ARGS as three, Referer, ARGS_NAMES, X-K0 to
-		// X-K56) and reads every header.
+		// 103 reads X-K3 alone; 169 is past the slots for keys
+		// (User-Agent, Referer, X-K0 to X-K29) and reads every header.
 		{"only other keys' values have it", [][2]string{{"X-K4", "v3x v69x"}, {"Referer", "fine"}}, nil, 1},
+		{"a collection past the slots", [][2]string{{"Cookie", "a=zq"}}, []int{300}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			matched, reports := run(t, waf, "a=1", c.headers...)
@@ -251,7 +255,7 @@ SecRule REQUEST_HEADERS:Referer|ARGS_NAMES "@contains evil" "id:2,phase:1,pass,l
 			for _, r := range reports {
 				removed += r.Removed
 			}
-			if kept := 73 - removed; kept != c.kept {
+			if kept := 74 - removed; kept != c.kept {
 				t.Errorf("the screen kept %d rules, want %d (%+v)", kept, c.kept, reports)
 			}
 		})
