@@ -72,7 +72,9 @@ func addFirst(re *bsyntax.Regexp, s *byteSet) (nullable, ok bool) {
 		return false, true
 	case bsyntax.OpAnyCharNotNL, bsyntax.OpAnyChar:
 		for c := range s {
-			s[c] = re.Op == bsyntax.OpAnyChar || c != '\n' || s[c]
+			if re.Op == bsyntax.OpAnyChar || c != '\n' {
+				s[c] = true
+			}
 		}
 		return false, true
 	case bsyntax.OpCapture, bsyntax.OpPlus:

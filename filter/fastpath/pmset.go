@@ -37,7 +37,7 @@ type pmSet struct {
 	// empty is set when one of the patterns is empty; the verdict is then
 	// taken from anyOf alone.
 	empty bool
-	anyOf [256]bool
+	anyOf byteSet
 }
 
 // pmHit is the state after a pattern's last byte: the search stops there.
@@ -265,15 +265,7 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 // match reports whether the library's automaton finds a match in value.
 func (s *pmSet) match(value string) bool {
 	if s.empty {
-		if value == "" {
-			return true
-		}
-		for i := 0; i < len(value); i++ {
-			if s.anyOf[value[i]] {
-				return true
-			}
-		}
-		return false
+		return value == "" || s.anyOf.in(value)
 	}
 	st := uint32(0)
 	for i := 0; i < len(value); i++ {

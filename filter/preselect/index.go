@@ -318,12 +318,6 @@ func (rr runtimeRemovals) mayRemoveKeeping(r, s observed) bool {
 	return false
 }
 
-// hasFoldPrefix reports whether s starts with prefix, a lower-case ASCII
-// text, in any case.
-func hasFoldPrefix(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
 // scan adds the ctl removals of one directive text, written in any case:
 // of rules with what = "", of rule targets with what = "target"
 // (ctl:ruleRemoveTargetById and so on, whose value names the rule before
@@ -338,14 +332,13 @@ func (rr *runtimeRemovals) scan(text, what string) {
 		if i < 3 || !strings.EqualFold(text[i-3:i], "ctl") {
 			continue
 		}
-		rest := text[i+1:]
-		if !hasFoldPrefix(rest, "ruleremove") || !hasFoldPrefix(rest[len("ruleremove"):], what) {
+		rest, ok := cutFold(text[i+1:], "ruleremove"+what)
+		if !ok {
 			continue
 		}
-		rest = rest[len("ruleremove")+len(what):]
 		kind := ""
 		for _, by := range []string{"byid=", "bytag=", "bymsg="} {
-			if hasFoldPrefix(rest, by) {
+			if _, ok := cutFold(rest, by); ok {
 				kind = by
 				break
 			}
@@ -560,7 +553,7 @@ func (ix *Index) Jumps() (all, off []int) { return ix.jumps, ix.jumpsOff }
 // Quiet returns the IDs of the rules that, with the preselection, may be
 // missing from a transaction's matched rules, or be there in addition,
 // though they log nothing: the prelude's, the marker jumps and the rules
-// whose additions of 0 do not match.
+// whose additions of 0, or whose removals of targets, do not match.
 func (ix *Index) Quiet() map[int]bool {
 	q := map[int]bool{}
 	for _, ids := range [][]int{ix.PreludeIDs(), ix.jumps} {
@@ -1122,29 +1115,33 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 	} else if sr.txKeys == nil || !fastpath.JudgesIn(op) {
 		return nil, reasonMacro
 	}
+	// Judged on its own, from its targets: those that read TX or count,
+	// and those that read only some keys or are negated, for which the
+	// whole collection (what the trie reads) would be a superset that
+	// matches far more often than the rule.
+	alone := sr.txKeys != nil || hasCount(sr.targets) || sr.negated || (stable > 0 && keyed == stable)
+	if !alone {
+		// A trie rule reads its plain keys as collections of their own
+		// (the values of that key alone, as Coraza reads them:
+		// REQUEST_HEADERS:User-Agent is not every header).
+		for _, k := range keys {
+			bit, ok := pp.slotBit(k)
+			if !ok {
+				if bit, ok = pp.bit(k.v); !ok {
+					return nil, reasonSlots
+				}
+			}
+			vars |= bit
+		}
+	}
 	sr.idx = len(pp.rules)
 	pp.rules = append(pp.rules, sr)
-	if sr.txKeys != nil || hasCount(sr.targets) || sr.negated || (stable > 0 && keyed == stable) {
-		// Judged on its own, from its targets: those that read TX or
-		// count, and those that read only some keys or are negated,
-		// for which the whole collection (what the trie reads) would
-		// be a superset that matches far more often than the rule.
+	if alone {
 		return sr, ""
 	}
-	// A trie rule: stable collections, whole or by plain key (the values
-	// of that key alone, as Coraza reads them: REQUEST_HEADERS:User-Agent
-	// is not every header), no macro. It keeps its targets and chain too,
-	// for when the screen judges it on its own (a rule with skipAfter, to
-	// know where Coraza goes on).
-	for _, k := range keys {
-		bit, ok := pp.slotBit(k)
-		if !ok {
-			if bit, ok = pp.bit(k.v); !ok {
-				return nil, reasonSlots
-			}
-		}
-		vars |= bit
-	}
+	// A trie rule: stable collections, whole or by plain key, no macro.
+	// It keeps its targets and chain too, for when the screen judges it
+	// on its own (a rule with skipAfter, to know where Coraza goes on).
 	sr.vars = vars
 	chain := sr.chain
 	// Coraza evaluates a multiMatch rule on the value as read and on every

@@ -414,7 +414,7 @@ func (st *txState) retry(pp *phasePlan, tx plugintypes.TransactionState, seg, po
 // no other, goes as one range when it holds minRange rules dropped now
 // or more (what a range costs, see minRange), the rest one by one.
 func (st *txState) removeDropped(pp *phasePlan, calls txCalls) {
-	if len(st.drop) < minRange || len(pp.ids) == 0 {
+	if len(st.drop) < minRange {
 		for _, idx := range st.drop {
 			calls.RemoveRuleByID(pp.rules[idx].id)
 		}
@@ -428,32 +428,37 @@ func (st *txState) removeDropped(pp *phasePlan, calls txCalls) {
 		lo, hi = min(lo, k), max(hi, k)
 	}
 	start, count := -1, 0
-	for k := lo; k <= hi+1; k++ {
-		if k <= hi {
-			s := pp.ids[k]
-			if s.idx == slotDone || s.idx >= 0 && st.rules[s.idx] == dropped {
-				if start < 0 {
-					start = k
-				}
-				if s.idx >= 0 && st.now[s.idx] == st.nowGen {
-					count++
-				}
-				continue
-			}
-		}
-		if start < 0 {
+	for k := lo; k <= hi; k++ {
+		s := pp.ids[k]
+		if s.idx != slotDone && (s.idx < 0 || st.rules[s.idx] != dropped) {
+			st.removeRun(pp, calls, start, k, count)
+			start, count = -1, 0
 			continue
 		}
-		if count >= minRange {
-			calls.RemoveRuleByIDRange(pp.ids[start].id, pp.ids[k-1].id)
-		} else {
-			for _, s := range pp.ids[start:k] {
-				if s.idx >= 0 && st.now[s.idx] == st.nowGen {
-					calls.RemoveRuleByID(s.id)
-				}
+		if start < 0 {
+			start = k
+		}
+		if s.idx >= 0 && st.now[s.idx] == st.nowGen {
+			count++
+		}
+	}
+	st.removeRun(pp, calls, start, hi+1, count)
+}
+
+// removeRun removes the rules dropped now among pp.ids[start:end], a run
+// that holds count of them (none when start is negative): as one range
+// when they are minRange or more, else one by one.
+func (st *txState) removeRun(pp *phasePlan, calls txCalls, start, end, count int) {
+	switch {
+	case start < 0:
+	case count >= minRange:
+		calls.RemoveRuleByIDRange(pp.ids[start].id, pp.ids[end-1].id)
+	default:
+		for _, s := range pp.ids[start:end] {
+			if s.idx >= 0 && st.now[s.idx] == st.nowGen {
+				calls.RemoveRuleByID(s.id)
 			}
 		}
-		start, count = -1, 0
 	}
 }
 
@@ -475,10 +480,12 @@ func (st *txState) valuesOf(i int, v varSlot, tx plugintypes.TransactionState) [
 	if !st.have[i] {
 		st.have[i] = true
 		st.values[i] = nil
-		col := tx.Collection(v.v)
-		if keyed, ok := col.(collection.Keyed); ok && v.key != "" {
-			st.values[i] = keyed.FindString(v.key)
-		} else if col != nil && v.key == "" {
+		switch col := tx.Collection(v.v); {
+		case v.key != "":
+			if keyed, ok := col.(collection.Keyed); ok {
+				st.values[i] = keyed.FindString(v.key)
+			}
+		case col != nil:
 			st.values[i] = col.FindAll()
 		}
 	}

@@ -245,6 +245,9 @@ SecRule REQUEST_HEADERS:Referer|ARGS_NAMES "@contains evil" "id:2,phase:1,pass,l
 		// (User-Agent, Referer, X-K0 to X-K29) and reads every header.
 		{"only other keys' values have it", [][2]string{{"X-K4", "v3x v69x"}, {"Referer", "fine"}}, nil, 1},
 		{"a collection past the slots", [][2]string{{"Cookie", "a=zq"}}, []int{300}, 1},
+		// X-K29 takes the last slot for keys, X-K30 is the first past.
+		{"the last key with a slot", [][2]string{{"X-K28", "v29x"}}, nil, 0},
+		{"the first key past the slots", [][2]string{{"X-K28", "v30x"}}, nil, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			matched, reports := run(t, waf, "a=1", c.headers...)
