@@ -202,7 +202,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	writes := chainWrites(b.texts)
 	for i := range b.rules {
 		if w := writes[b.rules[i].raw]; w != nil {
-			b.rules[i].writes = w
+			b.rules[i].writes = &w.txWrites
 		} else if b.rules[i].secMark == "" {
 			// A rule whose text was not found may write anything.
 			b.rules[i].writes = &txWrites{any: true}
@@ -231,6 +231,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 			t.negated = r.parsed.negated
 		}
 	}
+	ix.findRecords(b.rules, b.triggers, writes, facts)
 	for _, r := range b.rules {
 		if r.secMark == "" && slices.Contains(b.jumps, r.id) {
 			ix.jumps = append(ix.jumps, r.id)
@@ -536,6 +537,8 @@ type Index struct {
 	// adders are the rules whose additions of 0, or whose ctl removing
 	// targets by tag, do not match (noop.go).
 	adders []int
+	// records are the record rules (records.go).
+	records []*record
 }
 
 // jumpCheck is what Snapshot needs to check the jumps again on the
@@ -709,6 +712,8 @@ type srule struct {
 	chain      []plugintypes.Transformation
 	txKeys     []string
 	frozenFrom int
+	// rec: a record rule (records.go).
+	rec *record
 }
 
 // starget is one target of a rule judged on its own.

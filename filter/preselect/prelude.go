@@ -458,6 +458,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 		if jc := ix.jumpCheck; jc != nil {
 			ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
 		}
+		ix.activateRecords(removed)
 		// Start removes them from every transaction: a range of a
 		// screen may cover them.
 		for _, pp := range ix.plans {

@@ -87,6 +87,9 @@ type trigger struct {
 	// negated: its rule's operator is written "!@" (set with adds or
 	// ctls).
 	negated bool
+	// rec: its rule is a record rule (records.go), and this is the
+	// starter's operator.
+	rec *record
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -105,6 +108,7 @@ const (
 	inBatch         // the trie pass under way judges it
 	matched         // some value matches: Coraza evaluates it
 	dropped         // none does: removed from the transaction
+	recorded        // a record rule none of whose values makes its chain match (records.go)
 )
 
 // txState is what the screens of one transaction share in its current
@@ -207,6 +211,10 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	ix := t.b.index.Load()
 	if ix != nil {
 		ix.screenFrom(tx, t.seg, t.pos)
+	}
+	if t.rec != nil && ix != nil && ix.prelude != nil && ix.recorded(tx, t.rec) {
+		t.rec.write(tx, value)
+		return false
 	}
 	matched := t.op.Evaluate(tx, value)
 	if !matched && t.boundary && ix != nil {
@@ -467,6 +475,11 @@ func (st *txState) decide(r *srule, match bool) {
 	st.judged++
 	if match {
 		st.rules[r.idx] = matched
+		return
+	}
+	if r.rec != nil && r.rec.on {
+		// Kept: its operator writes the records (records.go).
+		st.rules[r.idx] = recorded
 		return
 	}
 	st.rules[r.idx] = dropped

@@ -172,15 +172,26 @@ func eachLine(text string, directive func(string) bool, free func(line int)) {
 	}
 }
 
+// ruleChain is what the rule texts say of one top-level rule text: what
+// it and its chained rules may write in TX, and its chained rules' texts.
+type ruleChain struct {
+	txWrites
+	links []string
+	// shared: more than one top-level rule has this text (links then
+	// holds the chained rules of all of them).
+	shared bool
+}
+
 // chainWrites reads the rule texts and returns, by the raw text of each
 // top-level rule (what the rule observer sees as RuleMetadata.Raw), what
-// that rule and its chained rules may write in TX. A chained rule follows
-// its starter in the same text, as Coraza's parser requires. Two rules
-// with the same text share one entry, the union of both.
-func chainWrites(texts []string) map[string]*txWrites {
-	out := map[string]*txWrites{}
+// that rule and its chained rules may write in TX, and the texts of its
+// chained rules. A chained rule follows its starter in the same text, as
+// Coraza's parser requires. Two rules with the same text share one entry,
+// the union of both.
+func chainWrites(texts []string) map[string]*ruleChain {
+	out := map[string]*ruleChain{}
 	for _, text := range texts {
-		var open *txWrites // the chain being read, nil when none
+		var open *ruleChain // the chain being read, nil when none
 		for _, line := range logicalLines(text) {
 			dir, _, _ := strings.Cut(line, " ")
 			d := strings.ToLower(dir)
@@ -200,6 +211,7 @@ func chainWrites(texts []string) map[string]*txWrites {
 				// A rule that follows an open chain is appended to it
 				// (a SecAction too).
 				open.add(w)
+				open.links = append(open.links, line)
 				if !chained {
 					open = nil
 				}
@@ -207,8 +219,10 @@ func chainWrites(texts []string) map[string]*txWrites {
 			}
 			e := out[line]
 			if e == nil {
-				e = &txWrites{}
+				e = &ruleChain{}
 				out[line] = e
+			} else {
+				e.shared = true
 			}
 			e.add(w)
 			if chained {
