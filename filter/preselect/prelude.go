@@ -541,9 +541,13 @@ func matchesTX(r *srule, tx plugintypes.TransactionState) (match, ok bool) {
 	}
 	col := tx.Variables().TX()
 	for _, t := range r.targets {
-		vals := col.FindAll()
+		var vals []string
 		if t.key != "" {
-			vals = col.FindString(t.key)
+			vals = col.Get(t.key)
+		} else {
+			for _, md := range col.FindAll() {
+				vals = append(vals, md.Value())
+			}
 		}
 		if r.matchesTarget(judge, t, vals) {
 			return true, true

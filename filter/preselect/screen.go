@@ -142,8 +142,11 @@ type txState struct {
 	member, seen  []uint32
 	all           []int32
 	found         []int32
-	values        [][]types.MatchData
+	values        [][]string
 	have          []bool
+	// strs holds the values read this phase (values and txValues are
+	// slices of it), emptied when a phase starts.
+	strs []string
 	// Per screen: the TX values read, the stretches of the batch, the
 	// rules to remove (their indexes in phasePlan.rules; now[idx] ==
 	// nowGen marks them), how many were judged.
@@ -158,7 +161,7 @@ type txState struct {
 
 type txValues struct {
 	key    string
-	values []types.MatchData
+	values []string
 }
 
 // lastToken hands out tokens: -1, -2, ...
@@ -190,10 +193,13 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.have = resize(st.have, len(pp.vars))
 
 	if cap(st.values) < len(pp.vars) {
-		st.values = make([][]types.MatchData, len(pp.vars))
+		st.values = make([][]string, len(pp.vars))
 	}
 	st.values = st.values[:len(pp.vars)]
 	clear(st.values)
+	// Cleared too: it would keep the last transaction's strings alive.
+	clear(st.strs)
+	st.strs = st.strs[:0]
 }
 
 // resize returns s with length n, all zero.
@@ -359,11 +365,10 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		}
 		mr := pp.memoVar[i]
 		remember := batchID >= 0 && mr.max > 0
-		for _, md := range st.valuesOf(i, v, tx) {
+		for _, value := range st.valuesOf(i, v, tx) {
 			if st.open[0] == 0 {
 				break
 			}
-			value := md.Value()
 			st.scans = st.scans[:0]
 			if !remember || len(value) > mr.max {
 				st.visit(pp, pp.root, value, true, i, st.newScan(pp))
@@ -489,33 +494,53 @@ func (st *txState) decide(r *srule, match bool) {
 
 // valuesOf returns the values of the stable collection v (bit i of the
 // plan), read once per phase.
-func (st *txState) valuesOf(i int, v varSlot, tx plugintypes.TransactionState) []types.MatchData {
+func (st *txState) valuesOf(i int, v varSlot, tx plugintypes.TransactionState) []string {
 	if !st.have[i] {
 		st.have[i] = true
 		st.values[i] = nil
-		switch col := tx.Collection(v.v); {
-		case v.key != "":
-			if keyed, ok := col.(collection.Keyed); ok {
-				st.values[i] = keyed.FindString(v.key)
+		switch col := tx.Collection(v.v); c := col.(type) {
+		case nil:
+		case collection.Keyed:
+			if v.key != "" {
+				st.values[i] = st.keep(c.FindString(v.key))
+			} else {
+				st.values[i] = st.keep(c.FindAll())
 			}
-		case col != nil:
-			st.values[i] = col.FindAll()
+		case collection.Single:
+			// FindAll would allocate the one value's match data.
+			if v.key == "" {
+				start := len(st.strs)
+				st.strs = append(st.strs, c.Get())
+				st.values[i] = st.strs[start:len(st.strs):len(st.strs)]
+			}
+		default:
+			if v.key == "" {
+				st.values[i] = st.keep(col.FindAll())
+			}
 		}
 	}
 	return st.values[i]
 }
 
+// keep returns the values of mds, kept in st.strs.
+func (st *txState) keep(mds []types.MatchData) []string {
+	start := len(st.strs)
+	for _, md := range mds {
+		st.strs = append(st.strs, md.Value())
+	}
+	return st.strs[start:len(st.strs):len(st.strs)]
+}
+
 // txValuesOf returns the values of TX:key now, read once per screen.
-func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []types.MatchData {
+func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []string {
 	for _, e := range st.tx {
 		if e.key == key {
 			return e.values
 		}
 	}
-	var vals []types.MatchData
-	if col, ok := tx.Collection(variables.TX).(collection.Keyed); ok {
-		vals = col.FindString(key)
-	}
+	// Get, not FindString: the values alone, in one allocation (TX is
+	// a collections.Map, whose Get and FindString read the same key).
+	vals := tx.Variables().TX().Get(key)
 	st.tx = append(st.tx, txValues{key: key, values: vals})
 	return vals
 }
@@ -532,13 +557,13 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 	}
 	match := false
 	for _, t := range r.targets {
-		var vals []types.MatchData
+		var vals []string
 		switch {
 		case t.v == variables.TX:
 			vals = st.txValuesOf(t.key, tx)
 		case t.key != "":
 			if col, ok := tx.Collection(t.v).(collection.Keyed); ok {
-				vals = col.FindString(t.key)
+				vals = st.keep(col.FindString(t.key))
 			}
 		default:
 			vals = st.valuesOf(t.vi, pp.vars[t.vi], tx)
@@ -563,12 +588,12 @@ func (r *srule) judgeFor(tx plugintypes.TransactionState) (func(string) bool, bo
 
 // matchesTarget evaluates r on the values one of its targets read, as
 // Coraza does: a count as one value, the number; else each value.
-func (r *srule) matchesTarget(judge func(string) bool, t starget, vals []types.MatchData) bool {
+func (r *srule) matchesTarget(judge func(string) bool, t starget, vals []string) bool {
 	if t.count {
 		return r.matchesValue(judge, strconv.Itoa(len(vals)))
 	}
-	for _, md := range vals {
-		if r.matchesValue(judge, md.Value()) {
+	for _, v := range vals {
+		if r.matchesValue(judge, v) {
 			return true
 		}
 	}
