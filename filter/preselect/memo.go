@@ -30,6 +30,8 @@ type memo struct {
 	batches [][]int // the batches seen, by ID
 	entries map[memoKey][]int32
 	body    map[memoKey][]int32
+	// The bytes of the values each map holds.
+	bytes, bodyBytes int
 }
 
 // memoRule is how the values of one collection are remembered: up to max
@@ -45,12 +47,16 @@ type memoKey struct {
 	value string
 }
 
-// Bounds of the memo of one phase plan. Past memoMaxEntries the memo is
-// emptied and fills again, so a VM never holds more than about
-// memoMaxEntries × (memoMaxValue + 100) bytes in it per phase.
+// Bounds of the memo of one phase plan. Past memoMaxEntries values, or
+// memoMaxBytes bytes of them, the memo is emptied and fills again, so a VM
+// never holds more than about memoMaxBytes + memoMaxEntries × 100 bytes in
+// it per phase (the same for the body memo). memoMaxValue lets in a
+// browser's User-Agent, Accept and Referer, which are often longer than
+// 128 bytes and the same on every request of a client.
 const (
 	memoMaxEntries   = 4096
-	memoMaxValue     = 128
+	memoMaxBytes     = 512 << 10
+	memoMaxValue     = 512
 	memoMaxBodyValue = 32
 	memoMaxBatches   = 64
 )
@@ -96,13 +102,15 @@ func (m *memo) get(batch, vi int, value string, body bool) ([]int32, bool) {
 // put remembers what value matches. The value is copied: the memo
 // outlives the transaction whose memory holds it.
 func (m *memo) put(batch, vi int, value string, matched []int32, body bool) {
-	entries := &m.entries
+	entries, size := &m.entries, &m.bytes
 	if body {
-		entries = &m.body
+		entries, size = &m.body, &m.bodyBytes
 	}
-	if *entries == nil || len(*entries) >= memoMaxEntries {
+	if *entries == nil || len(*entries) >= memoMaxEntries || *size+len(value) > memoMaxBytes {
 		*entries = make(map[memoKey][]int32, 256)
+		*size = 0
 	}
+	*size += len(value)
 	var keep []int32
 	if len(matched) != 0 {
 		keep = slices.Clone(matched)
