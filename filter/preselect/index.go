@@ -211,6 +211,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		}
 	}
 	facts := scanDirectives(b.texts)
+	facts.bodyCtl = bodyProcessorCtls(b.rules, writes)
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
 	var tagged map[string][]int // found when a rule needs them
 	taggedDone := false
@@ -286,6 +287,9 @@ type directiveFacts struct {
 	// phase, logging and disruptive ones (a ctl, say), which every rule
 	// that inherits it runs when it matches.
 	defaultsOther bool
+	// bodyCtl: the phases in which some rule may change
+	// REQBODY_PROCESSOR (skips.go).
+	bodyCtl map[types.RulePhase]bool
 }
 
 // runtimeRemovals are the rules some ctl action may remove from a
@@ -622,6 +626,9 @@ type phasePlan struct {
 	// each of rules there.
 	ids    []idSlot
 	slotOf []int32
+	// skippers are the phase's rules with skip:N whose decisions the
+	// screen reads (skips.go).
+	skippers []*skipper
 }
 
 // idSlot is one rule of the rule set, for the ranges of IDs a screen of
@@ -714,6 +721,9 @@ type srule struct {
 	frozenFrom int
 	// rec: a record rule (records.go).
 	rec *record
+	// windows: the skippers (phasePlan.skippers) whose skip may land on
+	// it; it is removed only when none of them matches (skips.go).
+	windows []int
 }
 
 // starget is one target of a rule judged on its own.
@@ -855,8 +865,11 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				inPhase = append(inPhase, r)
 			}
 		}
-		// Positions a skip:N of an earlier rule of this phase can land on.
-		window := make([]bool, len(inPhase))
+		// Positions a skip:N of an earlier rule of this phase can land
+		// on, with the rules whose skips can (their indexes in
+		// pp.skippers, -1 for one whose decision the screen cannot
+		// read: skips.go).
+		window := make([][]int, len(inPhase))
 		for i, r := range inPhase {
 			for _, a := range r.parsed.actions {
 				if a.name != "skip" {
@@ -866,12 +879,17 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				if err != nil || skipToEnd {
 					n = len(inPhase)
 				}
+				k := -1
+				if sk := skipperOf(r.observed, facts, facts.bodyCtl[p]); sk != nil {
+					k = len(pp.skippers)
+					pp.skippers = append(pp.skippers, sk)
+				}
 				// The skip passes over the next n rules still in the
 				// transaction; rules a ctl may have removed (while
 				// leaving this one) do not count, so the window
 				// reaches past them.
 				for j, counted := i+1, 0; j < len(inPhase) && counted < n; j++ {
-					window[j] = true
+					window[j] = append(window[j], k)
 					if !facts.runtime.mayRemoveKeeping(inPhase[j].observed, r.observed) {
 						counted++
 					}
@@ -935,7 +953,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 		ix.plans[p] = pp
 		byPhase[p] = inPhase
 		for i, w := range window {
-			if w {
+			if len(w) != 0 {
 				windowed[inPhase[i].pos] = true
 			}
 		}
@@ -969,7 +987,8 @@ func frozenFrom(inPhase []observedAt, i int, keys []string) int {
 }
 
 // add indexes one rule, or returns why the screen must keep it.
-func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directiveFacts) (*srule, string) {
+func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts) (*srule, string) {
+	inSkipWindow := slices.Contains(window, -1)
 	if r.id == 0 {
 		return nil, reasonNoID
 	}
@@ -987,7 +1006,7 @@ func (pp *phasePlan) add(r observed, pos int, inSkipWindow bool, facts directive
 	case !fastpath.Owns(rt.opName):
 		return nil, reasonOperator
 	}
-	sr := &srule{id: r.id, seg: r.seg, pos: pos, negated: rt.negated}
+	sr := &srule{id: r.id, seg: r.seg, pos: pos, negated: rt.negated, windows: window}
 	if strings.Contains(rt.opArgs, "%{") {
 		keys, ok := macroTXKeys(rt.opArgs)
 		if !ok {

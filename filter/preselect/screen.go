@@ -157,6 +157,8 @@ type txState struct {
 	nowGen  uint32
 	judged  int
 	removed int
+	// skips: per skipper of the plan, whether it matches (readSkips).
+	skips []bool
 }
 
 type txValues struct {
@@ -298,6 +300,9 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 // plan walks the phase from stretch seg, judges the rules of every
 // stretch it passes, and removes those that cannot match.
 func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos int) {
+	if len(pp.skippers) != 0 {
+		st.readSkips(pp, tx)
+	}
 	batch := st.batch[:0]
 	for s := seg; s >= 0 && s < len(pp.segs); {
 		sg := &pp.segs[s]
@@ -479,6 +484,11 @@ func (st *txState) removeRun(pp *phasePlan, calls txCalls, start, end, count int
 func (st *txState) decide(r *srule, match bool) {
 	st.judged++
 	if match {
+		st.rules[r.idx] = matched
+		return
+	}
+	if r.windows != nil && st.skipsOver(r) {
+		// A skip may land on it: kept.
 		st.rules[r.idx] = matched
 		return
 	}
