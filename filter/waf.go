@@ -103,7 +103,7 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	b := preselect.NewBuilder()
 	jumps := preselect.PlanJumps(compiled, rulesFS{})
 	compiled = jumps.Directives(compiled)
-	b.Jumps(jumps.IDs())
+	b.Jumps(jumps.IDs(), jumps.ScreenedIDs())
 	b.AddText(compiled)
 	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps})
 	b.Begin()

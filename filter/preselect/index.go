@@ -76,15 +76,16 @@ type Builder struct {
 	// a file read now is its data.
 	inFactory bool
 	// jumps are the IDs of the marker jumps planned into the texts
-	// (PlanJumps).
-	jumps []int
+	// (PlanJumps), screened those of the screened jumps among them.
+	jumps, screened []int
 	// triggers are the operators built for this rule set, in order.
 	triggers []*trigger
 }
 
 // Jumps tells the builder the IDs of the marker jumps planned into the
-// rule set's texts, which Finish checks on the compiled rules.
-func (b *Builder) Jumps(ids []int) { b.jumps = ids }
+// rule set's texts, which Finish checks on the compiled rules, and of the
+// screened jumps among them.
+func (b *Builder) Jumps(ids, screened []int) { b.jumps, b.screened = ids, screened }
 
 type observed struct {
 	id      int
@@ -212,6 +213,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	facts := scanDirectives(b.texts)
 	facts.bodyCtl = bodyProcessorCtls(b.rules, writes)
+	facts.screenedJumps = b.screened
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
 	var tagged map[string][]int // found when a rule needs them
 	taggedDone := false
@@ -233,8 +235,9 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		}
 	}
 	ix.findRecords(b.rules, b.triggers, writes, facts)
+	ix.findScreened(b.rules, b.triggers, b.screened, facts)
 	for _, r := range b.rules {
-		if r.secMark == "" && slices.Contains(b.jumps, r.id) {
+		if r.secMark == "" && slices.Contains(b.jumps, r.id) && !slices.Contains(b.screened, r.id) {
 			ix.jumps = append(ix.jumps, r.id)
 		}
 	}
@@ -243,6 +246,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		ix.jumpCheck = &jumpCheck{rules: jumpRules(b.rules), facts: facts}
 		ix.jumpsOff = checkJumps(ix.jumpCheck.rules, facts, ix.jumps, nil)
 	}
+	ix.jumpsOff = append(ix.jumpsOff, ix.refused...)
 	b.rules, b.texts, b.triggers = nil, nil, nil
 	b.index.Store(ix)
 	return ix
@@ -290,6 +294,9 @@ type directiveFacts struct {
 	// bodyCtl: the phases in which some rule may change
 	// REQBODY_PROCESSOR (skips.go).
 	bodyCtl map[types.RulePhase]bool
+	// screenedJumps are the IDs of the screened jumps planned into the
+	// texts (screenedjumps.go).
+	screenedJumps []int
 }
 
 // runtimeRemovals are the rules some ctl action may remove from a
@@ -543,6 +550,10 @@ type Index struct {
 	adders []int
 	// records are the record rules (records.go).
 	records []*record
+	// screened are the screened jumps (screenedjumps.go), refused the
+	// IDs of those findScreened refused (jumpsOff once Snapshot ran).
+	screened []*screenedJump
+	refused  []int
 }
 
 // jumpCheck is what Snapshot needs to check the jumps again on the
@@ -552,10 +563,17 @@ type jumpCheck struct {
 	facts directiveFacts
 }
 
-// Jumps returns the IDs of the marker jumps the rule set holds, and of
-// those among them that every transaction removes because they would
-// change a decision.
-func (ix *Index) Jumps() (all, off []int) { return ix.jumps, ix.jumpsOff }
+// Jumps returns the IDs of the marker jumps the rule set holds (the
+// screened ones last), and of those among them that every transaction
+// removes because they would change a decision, or, screened, could not
+// be taken.
+func (ix *Index) Jumps() (all, off []int) {
+	all = slices.Clone(ix.jumps)
+	for _, j := range ix.screened {
+		all = append(all, j.id)
+	}
+	return all, ix.jumpsOff
+}
 
 // Quiet returns the IDs of the rules that, with the preselection, may be
 // missing from a transaction's matched rules, or be there in addition,
@@ -563,7 +581,8 @@ func (ix *Index) Jumps() (all, off []int) { return ix.jumps, ix.jumpsOff }
 // whose additions of 0, or whose removals of targets, do not match.
 func (ix *Index) Quiet() map[int]bool {
 	q := map[int]bool{}
-	for _, ids := range [][]int{ix.PreludeIDs(), ix.jumps} {
+	all, _ := ix.Jumps()
+	for _, ids := range [][]int{ix.PreludeIDs(), all} {
 		for _, id := range ids {
 			q[id] = true
 		}
@@ -629,6 +648,8 @@ type phasePlan struct {
 	// skippers are the phase's rules with skip:N whose decisions the
 	// screen reads (skips.go).
 	skippers []*skipper
+	// screened are the phase's screened jumps (screenedjumps.go).
+	screened []*screenedJump
 }
 
 // idSlot is one rule of the rule set, for the ranges of IDs a screen of
@@ -687,6 +708,9 @@ type segment struct {
 	jump   bool
 	jumpBy *srule
 	target int
+	// screenedJump: the rule with the skipAfter is a screened jump
+	// (screenedjumps.go).
+	screenedJump bool
 }
 
 // srule is one rule the screen may remove.

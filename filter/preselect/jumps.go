@@ -73,6 +73,9 @@ type JumpPlan struct {
 	lines map[string]map[int]string
 	ids   []int
 	files map[string][]byte
+	// screened are the IDs of the screened jumps among ids
+	// (screenedjumps.go).
+	screened []int
 }
 
 // IDs returns the rule IDs of the planned jumps.
@@ -142,6 +145,9 @@ type jitem struct {
 	//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
 	// which jumps to mark below level N.
 	gate int
+	// barrier: jRule, a rule the screen may not be able to judge, which
+	// ends a screened jump's reach (screenedjumps.go).
+	barrier bool
 }
 
 type jkind uint8
@@ -184,16 +190,26 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
 	}
 	p := &JumpPlan{lines: map[string]map[int]string{}}
 	used := map[int]bool{}
+	var gone, taken [types.PhaseLogging + 1][]bool
 	for phase := types.PhaseRequestHeaders; phase <= types.PhaseLogging; phase++ {
-		gone := s.prelude(phase)
+		gone[phase] = s.prelude(phase)
+		taken[phase] = make([]bool, len(s.items)) // covered by a jump of this phase
 		start := 0
 		for k := 0; k <= len(s.items); k++ {
-			if k < len(s.items) && !(s.items[k].kind == jRule && s.items[k].phase == phase && !gone[k]) {
+			if k < len(s.items) && !(s.items[k].kind == jRule && s.items[k].phase == phase && !gone[phase][k]) {
 				continue
 			}
-			s.place(p, used, gone, phase, start, k)
+			if from, to := s.place(p, used, gone[phase], phase, start, k); from >= 0 {
+				for i := from; i <= to; i++ {
+					taken[phase][i] = true
+				}
+			}
 			start = k + 1
 		}
+	}
+	// The screened jumps take the free lines the others left.
+	for phase := types.PhaseRequestHeaders; phase <= types.PhaseResponseBody; phase++ {
+		s.placeScreened(p, used, gone[phase], taken[phase], phase)
 	}
 	if len(p.ids) == 0 {
 		return nil
@@ -243,8 +259,10 @@ func (s *jscan) prelude(phase types.RulePhase) []bool {
 
 // place plans a jump for phase over the markers in items[a:b], a stretch
 // without rules of that phase: from the earliest free line after which
-// minJumpMarkers or more markers follow, to the last marker.
-func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.RulePhase, a, b int) {
+// minJumpMarkers or more markers follow, to the last marker. It returns
+// the items the jump covers (from its line to its marker), -1 when it
+// plans none.
+func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.RulePhase, a, b int) (from, to int) {
 	last := -1
 	for k := b - 1; k >= a; k-- {
 		if s.items[k].kind == jMarker {
@@ -253,7 +271,7 @@ func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.R
 		}
 	}
 	if last < 0 || !plainMark(s.items[last].mark) || len(p.ids) == maxJumps {
-		return
+		return -1, -1
 	}
 	markers := 0
 	for k := a; k <= last; k++ {
@@ -267,20 +285,28 @@ func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.R
 			markers--
 		}
 		if markers < minJumpMarkers {
-			return
+			return -1, -1
 		}
 		if it.kind != jFree || used[k] || gone[k] || s.reads[it.file] > 1 {
 			continue
 		}
 		used[k] = true
-		id := jumpBase + len(p.ids)
-		p.ids = append(p.ids, id)
-		if p.lines[it.file] == nil {
-			p.lines[it.file] = map[int]string{}
-		}
-		p.lines[it.file][it.line] = fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, id, phase, s.items[last].mark)
-		return
+		p.add(it, fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpBase+len(p.ids), phase, s.items[last].mark))
+		return k, last
 	}
+	return -1, -1
+}
+
+// add plans the jump rule text (with the next jump ID) on the free line
+// it, and returns its ID.
+func (p *JumpPlan) add(it jitem, text string) int {
+	id := jumpBase + len(p.ids)
+	p.ids = append(p.ids, id)
+	if p.lines[it.file] == nil {
+		p.lines[it.file] = map[int]string{}
+	}
+	p.lines[it.file][it.line] = text
+	return id
 }
 
 // plainMark reports whether a marker's name can be written as a skipAfter
@@ -302,7 +328,9 @@ func (s *jscan) text(data, file, dir string) {
 			free = 0
 		}
 		last = i
-		if free < maxFree {
+		// A line between a chain's rules is not free: a rule put there
+		// would join the chain.
+		if free < maxFree && !s.chainOpen {
 			s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
 			free++
 		}
@@ -383,6 +411,7 @@ func (s *jscan) directive(l, dir string) {
 	if it.mark == "" {
 		it.gate = 0
 	}
+	it.barrier = it.gate == 0 && !screenable(parseRule(l))
 	s.items = append(s.items, it)
 }
 
@@ -489,19 +518,22 @@ func jumpHolds(rules []jrule, i int, removed map[int]bool) bool {
 			return false
 		}
 	}
-	if !landed {
-		return false
-	}
-	// A skip:N before the jump in its phase passes over N rules and
-	// markers that are evaluated; markers are never removed, so N markers
-	// between the skip and the jump end its window before the jump.
+	return landed && outsideSkips(rules, i)
+}
+
+// outsideSkips reports whether rules[i] lies outside every skip:N of its
+// phase. A skip:N before it passes over N rules and markers that are
+// evaluated; markers are never removed, so N markers between the skip and
+// rules[i] end its window first. A rule with both skip and skipAfter may
+// pass its markers by under the skipAfter.
+func outsideSkips(rules []jrule, i int) bool {
+	j := rules[i]
 	for k := i - 1; k >= 0; k-- {
 		r := rules[k]
 		if r.mark != "" || r.phase != j.phase || r.skip == "" {
 			continue
 		}
 		if r.jump != "" {
-			// Its markers may pass by under the skipAfter.
 			return false
 		}
 		n, err := strconv.Atoi(r.skip)

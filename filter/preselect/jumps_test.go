@@ -44,7 +44,7 @@ func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraz
 		p = PlanJumps(directives, fsys)
 	}
 	directives = p.Directives(directives)
-	b.Jumps(p.IDs())
+	b.Jumps(p.IDs(), p.ScreenedIDs())
 	b.AddText(directives)
 	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(jumpFS{fsys, b, p}), b.Observe)
 	b.Begin()
@@ -276,7 +276,7 @@ func TestCheckJumps(t *testing.T) {
 		"a ctl that removes markers":   {"SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,ctl:ruleRemoveById=0-10\"\n" + jump(3, "B") + "\nSecMarker B", false},
 	} {
 		b := NewBuilder()
-		b.Jumps([]int{jumpBase})
+		b.Jumps([]int{jumpBase}, nil)
 		b.AddText(c.rules)
 		cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig(), b.Observe)
 		b.Begin()

@@ -161,7 +161,9 @@ run:
 		switch {
 		case constantRule(r.observed, facts):
 			p.constant[r.id] = true
-		case asideRule(r.observed, facts):
+		case asideRule(r.observed, facts), slices.Contains(facts.screenedJumps, r.id):
+			// A screened jump passes over nothing but rules the screen
+			// drops and rules the prelude removes (checkScreened).
 			continue
 		case gateRule(r.observed, byPos[r.pos]):
 			// It must jump (Snapshot checks), over the rules up to its
@@ -472,6 +474,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 			}
 		}
 	}
+	ix.checkScreened(removedIDs(ix.prelude))
 	ix.jumpCheck = nil
 	return n, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
 )
 
 // preludeRun is what one GET did: the rules that matched (but those of
@@ -18,6 +19,23 @@ type preludeRun struct {
 	matched []int
 	tx      string
 	status  int
+}
+
+// requestPhases runs phases 1 and 2 of tx and returns the status of its
+// interruption, 0 for none.
+func requestPhases(t *testing.T, tx types.Transaction) int {
+	t.Helper()
+	it := tx.ProcessRequestHeaders()
+	if it == nil {
+		var err error
+		if it, err = tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if it != nil {
+		return it.Status
+	}
+	return 0
 }
 
 func runPrelude(t *testing.T, waf coraza.WAF, ix *Index, query string, skip []int) preludeRun {
@@ -33,17 +51,7 @@ func runPrelude(t *testing.T, waf coraza.WAF, ix *Index, query string, skip []in
 	}
 	tx.ProcessURI(uri, "GET", "HTTP/1.1")
 	tx.AddRequestHeader("Host", "example.com")
-	var run preludeRun
-	it := tx.ProcessRequestHeaders()
-	if it == nil {
-		var err error
-		if it, err = tx.ProcessRequestBody(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if it != nil {
-		run.status = it.Status
-	}
+	run := preludeRun{status: requestPhases(t, tx)}
 	for _, mr := range tx.MatchedRules() {
 		if id := mr.Rule().ID(); !slices.Contains(skip, id) {
 			run.matched = append(run.matched, id)

@@ -238,14 +238,32 @@ func (rec *record) write(tx plugintypes.TransactionState, v string) {
 // recorded reports whether the screen of tx's current phase marked rec's
 // rule recorded: no value of the transaction makes its chain match.
 func (ix *Index) recorded(tx plugintypes.TransactionState, rec *record) bool {
-	calls, ok := tx.(txCalls)
-	if !ok || !rec.on || tx.LastPhase() != rec.phase {
+	if !rec.on {
 		return false
 	}
-	ix.stateMu.Lock()
+	st, ok := ix.lockState(tx, rec.phase)
+	if !ok {
+		return false
+	}
 	defer ix.stateMu.Unlock()
+	return st.rules[rec.idx] == recorded
+}
+
+// lockState returns the screens' state, locked, when it is tx's in phase,
+// the transaction's current phase; the caller unlocks ix.stateMu. ok is
+// false (and nothing locked) otherwise.
+func (ix *Index) lockState(tx plugintypes.TransactionState, phase types.RulePhase) (*txState, bool) {
+	calls, ok := tx.(txCalls)
+	if !ok || tx.LastPhase() != phase {
+		return nil, false
+	}
+	ix.stateMu.Lock()
 	st := &ix.state
-	return st.phase == rec.phase && st.marks(calls) && st.rules[rec.idx] == recorded
+	if st.phase != phase || !st.marks(calls) {
+		ix.stateMu.Unlock()
+		return nil, false
+	}
+	return st, true
 }
 
 // findRecords finds the record rules among the triggers (the starter's

@@ -38,6 +38,7 @@ func Register(factories map[string]plugintypes.OperatorFactory) {
 	for name, factory := range factories {
 		plugins.RegisterOperator(name, screening(factory))
 	}
+	plugins.RegisterOperator(jumpOperator, screening(newJumpOperator))
 }
 
 func screening(factory plugintypes.OperatorFactory) plugintypes.OperatorFactory {
@@ -90,6 +91,8 @@ type trigger struct {
 	// rec: its rule is a record rule (records.go), and this is the
 	// starter's operator.
 	rec *record
+	// jump: its rule is a screened jump (screenedjumps.go).
+	jump *screenedJump
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -220,6 +223,9 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	if ix != nil {
 		ix.screenFrom(tx, t.seg, t.pos)
 	}
+	if t.jump != nil {
+		return ix != nil && ix.prelude != nil && ix.takes(tx, t.jump)
+	}
 	if t.rec != nil && ix != nil && ix.prelude != nil && ix.recorded(tx, t.rec) {
 		t.rec.write(tx, value)
 		return false
@@ -292,6 +298,9 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 		st.plan(pp, tx, seg, pos)
 	}
 	st.removeDropped(pp, calls)
+	if len(pp.screened) != 0 {
+		st.dropJumps(pp, calls, pos)
+	}
 	if OnScreen != nil && st.judged != 0 {
 		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: st.judged, Removed: st.removed, Took: time.Since(start)})
 	}
@@ -310,7 +319,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			st.done[s] = true
 			batch = append(batch, s)
 		}
-		if !sg.jump {
+		if !sg.jump || sg.screenedJump {
+			// A screened jump is taken only when every rule it
+			// passes over is dropped: those rules are screened.
 			s++
 			continue
 		}
