@@ -134,7 +134,9 @@ func bodyProcessorCtls(rules []observed, chains map[string]*ruleChain) map[types
 			continue
 		}
 		for _, l := range c.links {
-			if has(parseRule(l).actions) {
+			// Most chained rules have no such ctl: parsed only when
+			// their text names it.
+			if containsFold(l, "requestBodyProcessor") && has(parseRule(l).actions) {
 				out[r.phase] = true
 			}
 		}
@@ -156,6 +158,16 @@ func (st *txState) readSkips(pp *phasePlan, tx plugintypes.TransactionState) {
 func (st *txState) skipsOver(r *srule) bool {
 	for _, i := range r.windows {
 		if st.skips[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s holds sub in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}
