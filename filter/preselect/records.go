@@ -238,32 +238,20 @@ func (rec *record) write(tx plugintypes.TransactionState, v string) {
 // recorded reports whether the screen of tx's current phase marked rec's
 // rule recorded: no value of the transaction makes its chain match.
 func (ix *Index) recorded(tx plugintypes.TransactionState, rec *record) bool {
-	if !rec.on {
-		return false
-	}
-	st, ok := ix.lockState(tx, rec.phase)
-	if !ok {
-		return false
-	}
-	defer ix.stateMu.Unlock()
-	return st.rules[rec.idx] == recorded
+	return rec.on && ix.inState(tx, rec.phase, func(st *txState) bool { return st.rules[rec.idx] == recorded })
 }
 
-// lockState returns the screens' state, locked, when it is tx's in phase,
-// the transaction's current phase; the caller unlocks ix.stateMu. ok is
-// false (and nothing locked) otherwise.
-func (ix *Index) lockState(tx plugintypes.TransactionState, phase types.RulePhase) (*txState, bool) {
+// inState returns what check says of the screens' state when that state
+// is tx's in phase, the transaction's current phase; false otherwise.
+func (ix *Index) inState(tx plugintypes.TransactionState, phase types.RulePhase, check func(*txState) bool) bool {
 	calls, ok := tx.(txCalls)
 	if !ok || tx.LastPhase() != phase {
-		return nil, false
+		return false
 	}
 	ix.stateMu.Lock()
+	defer ix.stateMu.Unlock()
 	st := &ix.state
-	if st.phase != phase || !st.marks(calls) {
-		ix.stateMu.Unlock()
-		return nil, false
-	}
-	return st, true
+	return st.phase == phase && st.marks(calls) && check(st)
 }
 
 // findRecords finds the record rules among the triggers (the starter's

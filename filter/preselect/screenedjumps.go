@@ -229,20 +229,14 @@ func (ix *Index) checkScreened(removed map[int]bool) {
 // takes reports whether the screened jump j is taken in tx: the screen of
 // its phase dropped every rule it passes over.
 func (ix *Index) takes(tx plugintypes.TransactionState, j *screenedJump) bool {
-	if !j.on {
-		return false
-	}
-	st, ok := ix.lockState(tx, j.phase)
-	if !ok {
-		return false
-	}
-	defer ix.stateMu.Unlock()
-	for _, idx := range j.drops {
-		if st.rules[idx] != dropped {
-			return false
+	return j.on && ix.inState(tx, j.phase, func(st *txState) bool {
+		for _, idx := range j.drops {
+			if st.rules[idx] != dropped {
+				return false
+			}
 		}
-	}
-	return true
+		return true
+	})
 }
 
 // dropJumps removes from the transaction the screened jumps of the plan,
