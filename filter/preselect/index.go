@@ -236,6 +236,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	}
 	ix.findRecords(b.rules, b.triggers, writes, facts)
 	ix.findScreened(b.rules, b.triggers, b.screened, facts)
+	ix.findLinks(b.rules, writes, facts)
 	for _, r := range b.rules {
 		if r.secMark == "" && slices.Contains(b.jumps, r.id) && !slices.Contains(b.screened, r.id) {
 			ix.jumps = append(ix.jumps, r.id)
@@ -748,6 +749,9 @@ type srule struct {
 	// windows: the skippers (phasePlan.skippers) whose skip may land on
 	// it; it is removed only when none of them matches (skips.go).
 	windows []int
+	// links: a chain starter's chained rules, read when the rule set has
+	// a prelude (links.go).
+	links []link
 }
 
 // starget is one target of a rule judged on its own.

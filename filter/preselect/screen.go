@@ -162,6 +162,9 @@ type txState struct {
 	removed int
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
+	// links: the chained rules of starters are read (links.go): the rule
+	// set has a prelude.
+	links bool
 }
 
 type txValues struct {
@@ -292,6 +295,7 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	}
 	start := time.Now()
 	st.tx, st.drop, st.judged, st.removed = st.tx[:0], st.drop[:0], 0, 0
+	st.links = ix.prelude != nil
 	if st.done[seg] {
 		st.retry(pp, tx, seg, pos)
 	} else {
@@ -343,6 +347,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			switch {
 			case st.rules[r.idx] != undecided || r.pos < pos:
 				// Judged already, or behind the rule being evaluated.
+			case r.links != nil && st.links && st.chainFails(r, tx):
+				// A chained rule can match nothing (links.go).
+				st.decide(r, false)
 			case r.node != nil:
 				st.rules[r.idx] = inBatch
 				vars |= r.vars
