@@ -6,7 +6,6 @@ import (
 	"github.com/corazawaf/coraza/v3/types"
 
 	"github.com/wafguard/wafguard/filter/fastpath"
-	"github.com/wafguard/wafguard/filter/transform"
 )
 
 // Chained rules judged on their links.
@@ -76,15 +75,11 @@ func linksOf(r observed, texts []string, facts directiveFacts) []link {
 		if !p.secRule || len(p.targets) == 0 || !fastpath.Owns(p.opName) {
 			return nil
 		}
-		op, ok := fastpath.Instance(p.opName, p.opArgs)
+		rule, ok := judgedAs(p)
 		if !ok {
 			return nil
 		}
-		judge, ok := fastpath.Judge(op)
-		if !ok {
-			return nil
-		}
-		l := link{rule: srule{judge: judge, negated: p.negated}, quiet: true}
+		l := link{rule: rule, quiet: true}
 		for _, t := range p.targets {
 			v, ok := stableTargets[t.name]
 			switch {
@@ -96,19 +91,7 @@ func linksOf(r observed, texts []string, facts directiveFacts) []link {
 			l.rule.targets = append(l.rule.targets, starget{v: v, key: lookupKey(v, t.key), count: t.count, vi: -1})
 		}
 		for _, a := range p.actions {
-			switch {
-			case a.name == "t" && a.value == "none":
-				l.rule.chain = l.rule.chain[:0]
-			case a.name == "t":
-				fn, ok := transform.Lookup(a.value)
-				if !ok {
-					return nil
-				}
-				l.rule.chain = append(l.rule.chain, fn)
-			case a.name == "multimatch":
-				l.rule.multi = true
-				l.quiet = false
-			case !quietLinkActions[a.name]:
+			if !quietLinkActions[a.name] {
 				l.quiet = false
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
 )
 
 const recordStarter = `SecRule REQUEST_HEADERS_NAMES "@rx ^.*$" "id:920450,phase:1,block,capture,t:none,t:lowercase,msg:'restricted (%{MATCHED_VAR})',severity:'CRITICAL',setvar:'tx.header_name_920450_%{tx.0}=/%{tx.0}/',chain"`
@@ -107,17 +108,22 @@ func runRecord(t *testing.T, waf coraza.WAF, ix *Index, path string, headers []s
 			run.matched += fmt.Sprintf("%d%v%q ", id, md, msgs)
 		}
 	}
+	// TX.0 is the last header name Coraza read, in the order of a Go
+	// map: not compared.
+	run.tx = txWithoutCaptures(tx)
+	return run
+}
+
+// txWithoutCaptures returns tx's TX collection, sorted, without TX.0-9.
+func txWithoutCaptures(tx types.Transaction) string {
 	var kv []string
 	for _, md := range tx.(plugintypes.TransactionState).Variables().TX().FindAll() {
-		// TX.0 is the last header name Coraza read, in the order of a
-		// Go map: not compared.
 		if k := md.Key(); strings.Trim(k, "0123456789") != "" {
 			kv = append(kv, k+"="+md.Value())
 		}
 	}
 	sort.Strings(kv)
-	run.tx = strings.Join(kv, " ")
-	return run
+	return strings.Join(kv, " ")
 }
 
 // TestRecords runs requests through a record rule with and without the

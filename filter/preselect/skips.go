@@ -58,32 +58,44 @@ func skipperOf(r observed, facts directiveFacts, bodyCtl bool) *skipper {
 		}
 		v = variables.ReqbodyProcessor
 	}
-	op, ok := fastpath.Instance(p.opName, p.opArgs)
+	rule, ok := judgedAs(p)
 	if !ok {
 		return nil
+	}
+	return &skipper{v: v, rule: rule}
+}
+
+// judgedAs returns the decision of a rule written so, on one value, with
+// its transformations (no targets, no plan index): the operator instance
+// the rule set built and this project's transformations, no macro; ok is
+// false when the screen cannot make it.
+func judgedAs(p parsedRule) (srule, bool) {
+	op, ok := fastpath.Instance(p.opName, p.opArgs)
+	if !ok {
+		return srule{}, false
 	}
 	judge, ok := fastpath.Judge(op)
 	if !ok {
-		return nil
+		return srule{}, false
 	}
-	sk := &skipper{v: v, rule: srule{judge: judge, negated: p.negated}}
+	r := srule{judge: judge, negated: p.negated}
 	for _, a := range p.actions {
 		switch a.name {
 		case "t":
 			if a.value == "none" {
-				sk.rule.chain = sk.rule.chain[:0]
+				r.chain = r.chain[:0]
 				continue
 			}
 			fn, ok := transform.Lookup(a.value)
 			if !ok {
-				return nil
+				return srule{}, false
 			}
-			sk.rule.chain = append(sk.rule.chain, fn)
+			r.chain = append(r.chain, fn)
 		case "multimatch":
-			sk.rule.multi = true
+			r.multi = true
 		}
 	}
-	return sk
+	return r, true
 }
 
 // matches reports whether the skipping rule matches in tx, as Coraza will
