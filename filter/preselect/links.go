@@ -1,7 +1,6 @@
 package preselect
 
 import (
-	"github.com/corazawaf/coraza/v3/collection"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 
@@ -33,13 +32,15 @@ import (
 // macro) and removes the rule when one of them can match no value.
 
 // linkActions are the actions of a starter whose rule's chained rules the
-// screen reads: none runs unless the whole chain matches.
-var linkActions = map[string]bool{
-	"id": true, "phase": true, "block": true, "deny": true, "drop": true, "pass": true, "status": true,
-	"log": true, "nolog": true, "auditlog": true, "noauditlog": true, "t": true, "chain": true,
-	"msg": true, "logdata": true, "tag": true, "ver": true, "rev": true, "severity": true,
-	"maturity": true, "accuracy": true, "skip": true, "skipafter": true,
-}
+// screen reads: none runs unless the whole chain matches (recordActions,
+// the chain and the flow actions).
+var linkActions = func() map[string]bool {
+	m := map[string]bool{"chain": true, "skip": true, "skipafter": true}
+	for a := range recordActions {
+		m[a] = true
+	}
+	return m
+}()
 
 // quietLinkActions are the actions of a chained rule that do nothing when
 // it matches.
@@ -120,27 +121,7 @@ func (st *txState) chainFails(r *srule, tx plugintypes.TransactionState) bool {
 // targets in tx, as Coraza evaluates it.
 func (st *txState) linkMatches(l *link, tx plugintypes.TransactionState) bool {
 	for _, t := range l.rule.targets {
-		var vals []string
-		switch col := tx.Collection(t.v); c := col.(type) {
-		case nil:
-		case collection.Keyed:
-			if t.key != "" {
-				vals = st.keep(c.FindString(t.key))
-			} else {
-				vals = st.keep(c.FindAll())
-			}
-		case collection.Single:
-			if t.key == "" {
-				start := len(st.strs)
-				st.strs = append(st.strs, c.Get())
-				vals = st.strs[start:]
-			}
-		default:
-			if t.key == "" {
-				vals = st.keep(col.FindAll())
-			}
-		}
-		if l.rule.matchesTarget(l.rule.judge, t, vals) {
+		if l.rule.matchesTarget(l.rule.judge, t, st.read(tx, t.v, t.key)) {
 			return true
 		}
 	}

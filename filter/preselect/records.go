@@ -198,20 +198,9 @@ func (rec *record) judge(list string) func(string) bool {
 			return false
 		}
 		// @within: the list holds the record (strings.Contains, as
-		// Coraza's and this project's @within).
-		i := strings.Index(list, rec.before)
-		for i >= 0 {
-			rest := list[i+len(rec.before):]
-			if strings.HasPrefix(rest, v) && strings.HasPrefix(rest[len(v):], rec.after) {
-				return true
-			}
-			j := strings.Index(list[i+1:], rec.before)
-			if j < 0 {
-				break
-			}
-			i += 1 + j
-		}
-		return false
+		// Coraza's and this project's @within). The memo keeps the
+		// answer for a repeated name.
+		return strings.Contains(list, rec.before+v+rec.after)
 	}
 }
 

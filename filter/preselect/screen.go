@@ -525,29 +525,37 @@ func (st *txState) decide(r *srule, match bool) {
 func (st *txState) valuesOf(i int, v varSlot, tx plugintypes.TransactionState) []string {
 	if !st.have[i] {
 		st.have[i] = true
-		st.values[i] = nil
-		switch col := tx.Collection(v.v); c := col.(type) {
-		case nil:
-		case collection.Keyed:
-			if v.key != "" {
-				st.values[i] = st.keep(c.FindString(v.key))
-			} else {
-				st.values[i] = st.keep(c.FindAll())
-			}
-		case collection.Single:
-			// FindAll would allocate the one value's match data.
-			if v.key == "" {
-				start := len(st.strs)
-				st.strs = append(st.strs, c.Get())
-				st.values[i] = st.strs[start:len(st.strs):len(st.strs)]
-			}
-		default:
-			if v.key == "" {
-				st.values[i] = st.keep(col.FindAll())
-			}
-		}
+		st.values[i] = st.read(tx, v.v, v.key)
 	}
 	return st.values[i]
+}
+
+// read returns the values of collection v in tx, kept in st.strs: those
+// of key when key is not "" (as Coraza looks a key up, FindString; a
+// collection without keys has none), else all of them, a Single's without
+// the match data FindAll would allocate.
+func (st *txState) read(tx plugintypes.TransactionState, v variables.RuleVariable, key string) []string {
+	switch col := tx.Collection(v); c := col.(type) {
+	case nil:
+		return nil
+	case collection.Keyed:
+		if key != "" {
+			return st.keep(c.FindString(key))
+		}
+		return st.keep(c.FindAll())
+	case collection.Single:
+		if key != "" {
+			return nil
+		}
+		start := len(st.strs)
+		st.strs = append(st.strs, c.Get())
+		return st.strs[start:len(st.strs):len(st.strs)]
+	default:
+		if key != "" {
+			return nil
+		}
+		return st.keep(col.FindAll())
+	}
 }
 
 // keep returns the values of mds, kept in st.strs.
@@ -590,9 +598,7 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 		case t.v == variables.TX:
 			vals = st.txValuesOf(t.key, tx)
 		case t.key != "":
-			if col, ok := tx.Collection(t.v).(collection.Keyed); ok {
-				vals = st.keep(col.FindString(t.key))
-			}
+			vals = st.read(tx, t.v, t.key)
 		default:
 			vals = st.valuesOf(t.vi, pp.vars[t.vi], tx)
 		}

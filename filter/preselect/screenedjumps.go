@@ -152,6 +152,14 @@ func (ix *Index) findScreened(rules []observed, triggers []*trigger, ids []int, 
 	}
 	jr := jumpRules(rules)
 	all := facts.defaultsOther || facts.defaultsSkip || facts.runtime.any || inRanges(0, facts.runtime.ids)
+	byPos := map[int]*srule{} // the plans' rules by position
+	for _, pp := range ix.plans {
+		if pp != nil {
+			for _, sr := range pp.rules {
+				byPos[sr.pos] = sr
+			}
+		}
+	}
 	for i, r := range rules {
 		if r.secMark != "" || !slices.Contains(ids, r.id) {
 			continue
@@ -161,10 +169,6 @@ func (ix *Index) findScreened(rules []observed, triggers []*trigger, ids []int, 
 		ok := !all && pp != nil && outsideSkips(jr, i)
 		if ok {
 			ok = false
-			byPos := map[int]*srule{}
-			for _, sr := range pp.rules {
-				byPos[sr.pos] = sr
-			}
 			mark := jr[i].jump
 			for k := i + 1; k < len(rules); k++ {
 				o := rules[k]

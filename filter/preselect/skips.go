@@ -3,7 +3,6 @@ package preselect
 import (
 	"strings"
 
-	"github.com/corazawaf/coraza/v3/collection"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 	"github.com/corazawaf/coraza/v3/types/variables"
@@ -98,20 +97,11 @@ func judgedAs(p parsedRule) (srule, bool) {
 	return r, true
 }
 
-// matches reports whether the skipping rule matches in tx, as Coraza will
-// evaluate it: on each value of its collection.
-func (sk *skipper) matches(tx plugintypes.TransactionState) bool {
-	var vals []types.MatchData
-	switch col := tx.Collection(sk.v); c := col.(type) {
-	case nil:
-		return false
-	case collection.Single:
-		return sk.rule.matchesValue(sk.rule.judge, c.Get())
-	default:
-		vals = col.FindAll()
-	}
-	for _, md := range vals {
-		if sk.rule.matchesValue(sk.rule.judge, md.Value()) {
+// matches reports whether the skipping rule matches, as Coraza will
+// evaluate it on vals, the values of its collection.
+func (sk *skipper) matches(vals []string) bool {
+	for _, v := range vals {
+		if sk.rule.matchesValue(sk.rule.judge, v) {
 			return true
 		}
 	}
@@ -161,7 +151,7 @@ func bodyProcessorCtls(rules []observed, chains map[string]*ruleChain) map[types
 func (st *txState) readSkips(pp *phasePlan, tx plugintypes.TransactionState) {
 	st.skips = resize(st.skips, len(pp.skippers))
 	for i, sk := range pp.skippers {
-		st.skips[i] = sk.matches(tx)
+		st.skips[i] = sk.matches(st.read(tx, sk.v, ""))
 	}
 }
 
