@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"io"
 	"log"
 	"strings"
@@ -182,6 +183,30 @@ func BenchmarkPlugin_pool(b *testing.B) {
 				i = (i + 1) % len(reqs)
 			}
 		})
+	}
+}
+
+// BenchmarkPlugin_requestID is the pool's GETs as Envoy hands them to the
+// filter: each with a fresh x-request-id (the HTTP connection manager
+// adds one to every request that lacks it), a header value seen once.
+func BenchmarkPlugin_requestID(b *testing.B) {
+	quietLogs(b)
+	pool, err := benchreq.DefaultPool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	host, reset := startBenchPlugin(b)
+	defer reset()
+	reqs := benchreq.Select(pool, "benign_get")
+	b.ReportAllocs()
+	i, n := 0, uint64(0)
+	for b.Loop() {
+		n++
+		h := append(requestHeaders(reqs[i]), [2]string{"x-request-id", fmt.Sprintf("%08x-5b1e-4c3a-9f2d-%012x", uint32(n*2654435761), n)})
+		if got := emulatorRequest(host, reqs[i], h); got != reqs[i].WantStatus {
+			b.Fatalf("%s %s: status %d, want %d", reqs[i].Method, reqs[i].Path, got, reqs[i].WantStatus)
+		}
+		i = (i + 1) % len(reqs)
 	}
 }
 

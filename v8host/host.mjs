@@ -21,7 +21,7 @@
 import fs from "node:fs";
 import http from "node:http";
 import readline from "node:readline";
-import { webcrypto } from "node:crypto";
+import { randomUUID, webcrypto } from "node:crypto";
 
 const [wasmPath, bufferLimitArg] = process.argv.slice(2);
 const bufferLimit = Number(bufferLimitArg || 1 << 20);
@@ -815,8 +815,13 @@ const hopHeaders = new Set(["connection", "keep-alive", "proxy-connection", "upg
 // front runs one request of the HTTP front as one stream.
 function front(vm, up, agent, req, res) {
   const hasBody = Number(req.headers["content-length"] || 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+  // As Envoy's HCM hands them over: x-forwarded-proto and x-request-id
+  // added when missing (the wazero host's front does the same).
+  const headers = [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")];
+  if (req.headers["x-forwarded-proto"] === undefined) headers.push(["x-forwarded-proto", "http"]);
+  if (req.headers["x-request-id"] === undefined) headers.push(["x-request-id", randomUUID()]);
   const ex = {
-    headers: [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")],
+    headers,
     info: { source: `${req.socket.remoteAddress}:${req.socket.remotePort}`, destination: "127.0.0.1:8080", protocol: "HTTP/" + req.httpVersion },
   };
   const st = new Stream(vm, ex);

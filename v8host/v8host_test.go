@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -90,8 +91,13 @@ func TestV8_serve(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hits atomic.Int32
+	var mu sync.Mutex
+	var ids, protos []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		mu.Lock()
+		ids, protos = append(ids, r.Header.Get("x-request-id")), append(protos, r.Header.Get("x-forwarded-proto"))
+		mu.Unlock()
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("content-type", "text/plain")
 		w.Header().Set("x-upstream", r.Method)
@@ -133,5 +139,13 @@ func TestV8_serve(t *testing.T) {
 		if tc.status == 200 && resp.Header.Get("x-upstream") != tc.method {
 			t.Errorf("%s q=%s: upstream header %q", tc.method, tc.q, resp.Header.Get("x-upstream"))
 		}
+	}
+	// As Envoy's HCM does, the front adds x-request-id (fresh for each
+	// request) and x-forwarded-proto when the client sent none, and the
+	// upstream gets them as the filter saw them.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || len(ids[0]) != 36 || ids[0] == ids[1] || protos[0] != "http" || protos[1] != "http" {
+		t.Errorf("upstream x-request-id %q, x-forwarded-proto %q: want two distinct UUIDs and http", ids, protos)
 	}
 }

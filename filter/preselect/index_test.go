@@ -329,7 +329,7 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 		}
 	}
 	inBody := func(v string) bool {
-		for k := range m.body {
+		for k := range m.body.entries {
 			if k.value == v {
 				return true
 			}
@@ -340,13 +340,13 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 		t.Errorf("a %d-byte body value was not remembered", len(atLimit))
 	}
 	if !inBody("ATTACK") || !inBody("calm") || inBody(long) {
-		t.Errorf("body memo %v: want ATTACK and calm, not the %d-byte value", m.body, len(long))
+		t.Errorf("body memo %v: want ATTACK and calm, not the %d-byte value", m.body.entries, len(long))
 	}
-	headers := len(m.entries)
+	headers := m.entries.len()
 	if headers == 0 {
 		t.Fatal("the headers' values were not remembered")
 	}
-	for i := 0; i < memoMaxEntries/100+1; i++ {
+	for i := 0; i < 2*memoMaxEntries/100+1; i++ {
 		var b strings.Builder
 		for j := 0; j < 100; j++ {
 			fmt.Fprintf(&b, "k%d=v%d-%d&", j, i, j)
@@ -355,9 +355,9 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 			t.Fatalf("fresh body matched %v", got)
 		}
 	}
-	if len(m.entries) < headers || len(m.body) > memoMaxEntries {
+	if m.entries.len() < headers || m.body.len() > 2*memoMaxEntries {
 		t.Errorf("after %d fresh body values: %d header entries (before %d), %d body entries (at most %d)",
-			(memoMaxEntries/100+1)*100, len(m.entries), headers, len(m.body), memoMaxEntries)
+			(2*memoMaxEntries/100+1)*100, m.entries.len(), headers, m.body.len(), 2*memoMaxEntries)
 	}
 	if got := post("a=ATTACK"); !slices.Equal(got, []int{1}) {
 		t.Errorf("after the body memo filled: matched %v, want [1]", got)

@@ -2,6 +2,7 @@ package preselect
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/corazawaf/coraza/v3/types/variables"
 )
@@ -28,10 +29,37 @@ import (
 // the memo of the headers.
 type memo struct {
 	batches [][]int // the batches seen, by ID
-	entries map[memoKey][]int32
-	body    map[memoKey][]int32
-	// The bytes of the values each map holds.
-	bytes, bodyBytes int
+	entries memoGens
+	body    memoGens
+}
+
+// memoGens is one map of the memo, in two generations, so that a stream
+// of values that never come back does not cost the memo the values that
+// do. Envoy adds a fresh x-request-id to every request, and a fresh
+// value fills the memo as fast as a repeated one; emptying a full memo
+// then drops every header value of every client, all walked down the
+// trie again. Instead, each entry holds the generation that last used
+// it: when the young generation is full, a new one starts and the
+// entries of the one before the old are dropped. A value found in the
+// old generation moves to the young: a value seen at least once per
+// generation stays, one seen once is gone after two. One map, so that a
+// lookup hashes the value once.
+type memoGens struct {
+	entries map[memoKey]memoEntry
+	gen     uint32
+	// What the young and the old generation hold.
+	young, old memoCount
+}
+
+// memoEntry is what a value matches and the generation that last used it.
+type memoEntry struct {
+	rules []int32
+	gen   uint32
+}
+
+// memoCount is the entries of one generation and the bytes of their values.
+type memoCount struct {
+	entries, bytes int
 }
 
 // memoRule is how the values of one collection are remembered: up to max
@@ -47,15 +75,16 @@ type memoKey struct {
 	value string
 }
 
-// Bounds of the memo of one phase plan. Past memoMaxEntries values, or
-// memoMaxBytes bytes of them, the memo is emptied and fills again, so a VM
-// never holds more than about memoMaxBytes + memoMaxEntries × 100 bytes in
-// it per phase (the same for the body memo). memoMaxValue lets in a
+// Bounds of one generation of the memo of one phase plan. Past
+// memoMaxEntries values, or memoMaxBytes bytes of them, the young
+// generation becomes the old one and a new one fills, so a VM never
+// holds more than about 2 × (memoMaxBytes + memoMaxEntries × 100 bytes)
+// in it per phase (the same for the body memo). memoMaxValue lets in a
 // browser's User-Agent, Accept and Referer, which are often longer than
 // 128 bytes and the same on every request of a client.
 const (
-	memoMaxEntries   = 4096
-	memoMaxBytes     = 512 << 10
+	memoMaxEntries   = 2048
+	memoMaxBytes     = 256 << 10
 	memoMaxValue     = 512
 	memoMaxBodyValue = 32
 	memoMaxBatches   = 64
@@ -89,31 +118,64 @@ func (m *memo) batchID(batch []int) int {
 	return len(m.batches) - 1
 }
 
-// get returns the rules value matches in collection vi for a batch.
+// get returns the rules value matches in collection vi for a batch. A
+// value of the old generation moves to the young one.
 func (m *memo) get(batch, vi int, value string, body bool) ([]int32, bool) {
-	entries := m.entries
+	g := &m.entries
 	if body {
-		entries = m.body
+		g = &m.body
 	}
-	r, ok := entries[memoKey{uint16(batch), uint8(vi), value}]
-	return r, ok
+	k := memoKey{uint16(batch), uint8(vi), value}
+	e, ok := g.entries[k]
+	if ok && e.gen != g.gen {
+		g.old.entries--
+		g.old.bytes -= len(value)
+		g.make(len(value))
+		e.gen = g.gen
+		// A copy, as put makes: a map keeps the key of the last
+		// assignment, and make may have dropped the entry.
+		k.value = strings.Clone(value)
+		g.entries[k] = e
+	}
+	return e.rules, ok
 }
 
-// put remembers what value matches. The value is copied: the memo
-// outlives the transaction whose memory holds it.
+// put remembers what value matches.
 func (m *memo) put(batch, vi int, value string, matched []int32, body bool) {
-	entries, size := &m.entries, &m.bytes
+	g := &m.entries
 	if body {
-		entries, size = &m.body, &m.bodyBytes
+		g = &m.body
 	}
-	if *entries == nil || len(*entries) >= memoMaxEntries || *size+len(value) > memoMaxBytes {
-		*entries = make(map[memoKey][]int32, 256)
-		*size = 0
-	}
-	*size += len(value)
 	var keep []int32
 	if len(matched) != 0 {
 		keep = slices.Clone(matched)
 	}
-	(*entries)[memoKey{uint16(batch), uint8(vi), string([]byte(value))}] = keep
+	g.make(len(value))
+	// The value is copied: the memo outlives the transaction whose
+	// memory holds it.
+	g.entries[memoKey{uint16(batch), uint8(vi), strings.Clone(value)}] = memoEntry{keep, g.gen}
 }
+
+// make makes room in the young generation for a value of n bytes, and
+// counts it there. A full young generation becomes the old one, and the
+// entries of the old one before it are dropped.
+func (g *memoGens) make(n int) {
+	if g.entries == nil {
+		g.entries = make(map[memoKey]memoEntry, 256)
+	}
+	if g.young.entries >= memoMaxEntries || g.young.bytes+n > memoMaxBytes {
+		old := g.gen
+		g.gen++
+		for k, e := range g.entries {
+			if e.gen != old {
+				delete(g.entries, k)
+			}
+		}
+		g.young, g.old = memoCount{}, g.young
+	}
+	g.young.entries++
+	g.young.bytes += n
+}
+
+// len returns the entries of both generations.
+func (g *memoGens) len() int { return len(g.entries) }
