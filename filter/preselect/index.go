@@ -625,9 +625,13 @@ func (ix *Index) Reason(id int) (string, bool) {
 // collections that are stable during the phase.
 type phasePlan struct {
 	rules []*srule // in rule-set order; srule.idx indexes it
-	segs  []segment
-	root  *node
-	nodes []*node
+	// initial is the state every screen of a transaction starts its
+	// rules in (by idx): the decisions of the prelude's rules, which no
+	// transaction evaluates (preludeStates); nil without a prelude.
+	initial []uint8
+	segs    []segment
+	root    *node
+	nodes   []*node
 	// vars are the collections the trie's rules read, whole or by a
 	// plain key; bit i of srule.vars and node.vars stands for vars[i].
 	vars       []varSlot

@@ -298,3 +298,70 @@ func TestRemovals(t *testing.T) {
 		}
 	}
 }
+
+// TestPrelude_states: the screens start every transaction with the
+// prelude's rules decided, so that none of them is judged again: a gate
+// that always jumps at paranoia level 1 as matched (942013, "@lt 2"), one
+// that never does and what the gates jump over as dropped (942011,
+// "@lt 1"; 942120 of level 2; 949053, the addition of the level-2
+// score). A GET then gives the same matched rules and TX as with the
+// screens judging them, with far fewer rules judged (159 against 242).
+func TestPrelude_states(t *testing.T) {
+	waf, ix := compile(t, "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf")
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	stateOf := func(id int) (uint8, bool) {
+		for _, pp := range ix.plans {
+			if pp == nil {
+				continue
+			}
+			for _, r := range pp.rules {
+				if r.id == id {
+					return pp.initial[r.idx], true
+				}
+			}
+		}
+		return 0, false
+	}
+	for id, want := range map[int]uint8{942013: matched, 942011: dropped, 942120: dropped, 949053: dropped, 942100: undecided, 949110: undecided} {
+		if got, ok := stateOf(id); !ok || got != want {
+			t.Errorf("rule %d starts in state %d (in a plan: %v), want %d", id, got, ok, want)
+		}
+	}
+	removed := removedIDs(ix.prelude)
+	for _, pp := range ix.plans {
+		if pp == nil {
+			continue
+		}
+		for _, r := range pp.rules {
+			if (pp.initial[r.idx] != undecided) != removed[r.id] {
+				t.Errorf("rule %d: state %d, removed by the prelude %v", r.id, pp.initial[r.idx], removed[r.id])
+			}
+		}
+	}
+	judged := 0
+	OnScreen = func(r Report) { judged += r.Screened }
+	defer func() { OnScreen = nil }()
+	query := "/products/42?page=2&sort=price"
+	with := runPrelude(t, waf, ix, query, nil)
+	withJudged := judged
+	initial := map[*phasePlan][]uint8{}
+	for _, pp := range ix.plans {
+		if pp != nil {
+			initial[pp], pp.initial = pp.initial, nil
+		}
+	}
+	judged = 0
+	without := runPrelude(t, waf, ix, query, nil)
+	for pp, s := range initial {
+		pp.initial = s
+	}
+	if !slices.Equal(with.matched, without.matched) || with.tx != without.tx || with.status != without.status {
+		t.Errorf("with the prelude's states: %+v\nwithout: %+v", with, without)
+	}
+	if withJudged+60 > judged {
+		t.Errorf("the screens judged %d rules, %d when they judge the prelude's rules too: want at least 60 fewer", withJudged, judged)
+	}
+	t.Logf("rules judged on a GET: %d, %d with the prelude's", withJudged, judged)
+}

@@ -193,6 +193,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.done = resize(st.done, len(pp.segs))
 	st.pending = resize(st.pending, len(pp.segs))
 	st.rules = resize(st.rules, len(pp.rules))
+	copy(st.rules, pp.initial)
 	st.open = resize(st.open, len(pp.nodes))
 	st.all = resize(st.all, len(pp.nodes))
 	st.member = resize(st.member, len(pp.rules))
@@ -366,13 +367,19 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		return
 	}
 	batchID := pp.memo.batchID(batch)
-	if batchID >= 0 {
-		// The batch's trie rules, decided or not, for the memo.
+	// members marks the batch's trie rules, decided or not, for a value
+	// the memo does not know (visitAll); most screens find every value
+	// in the memo and need none of it. The rules decided before any
+	// screen (phasePlan.initial) are left out: no transaction needs their
+	// answer.
+	members := false
+	markMembers := func() {
+		members = true
 		st.gen++
 		clear(st.all)
 		for _, s := range batch {
 			for _, r := range pp.segs[s].rules {
-				if r.node != nil {
+				if r.node != nil && (pp.initial == nil || pp.initial[r.idx] == undecided) {
 					st.member[r.idx] = st.gen
 					for a := r.node; a != nil; a = a.parent {
 						st.all[a.idx]++
@@ -399,6 +406,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			}
 			found, ok := pp.memo.get(batchID, i, value, mr.body)
 			if !ok {
+				if !members {
+					markMembers()
+				}
 				st.found = st.found[:0]
 				st.valueGen++
 				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp))
