@@ -174,7 +174,7 @@ func runTrace(waf coraza.WAF, r *diffRequest, prelude map[int]bool) trace {
 // the prelude's, the marker jumps, the additions of 0), none for a WAF
 // without a prelude.
 func preludeIDs(waf coraza.WAF) map[int]bool {
-	if pw, ok := waf.(preludeWAF); ok {
+	if pw, ok := waf.(preludeWAF); ok && pw.ix != nil {
 		return pw.ix.Quiet()
 	}
 	return map[int]bool{}

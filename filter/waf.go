@@ -105,7 +105,8 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	compiled = jumps.Directives(compiled)
 	b.Jumps(jumps.IDs(), jumps.ScreenedIDs())
 	b.AddText(compiled)
-	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps})
+	mentioned := mentionsResBodyProcessor(compiled)
+	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps, mentioned: &mentioned})
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(compiled))
 	b.End()
@@ -120,8 +121,12 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	// Without a prelude (err says why) every transaction evaluates the
 	// opening of phase 1 itself.
 	_, _ = ix.Snapshot(waf)
-	if ix.NeedsStart() {
-		waf = preludeWAF{WAF: waf, ix: ix}
+	if ix.NeedsStart() || !mentioned {
+		w := preludeWAF{WAF: waf, rawResponse: !mentioned}
+		if ix.NeedsStart() {
+			w.ix = ix
+		}
+		waf = w
 	}
 	wafCache[key] = waf
 	return waf, nil
@@ -129,23 +134,32 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 
 // preludeWAF starts each transaction past the rule set's prelude: the
 // rules that decide and write the same in every transaction, with the TX
-// values they leave (preselect.Index.Start, docs/preselection.md).
+// values they leave (preselect.Index.Start, docs/preselection.md), when ix
+// is set; and with the plugin's response body processor (respbody.go)
+// when rawResponse is.
 type preludeWAF struct {
 	coraza.WAF
-	ix *preselect.Index
+	ix          *preselect.Index
+	rawResponse bool
 }
 
 // NewTransaction implements coraza.WAF.
 func (w preludeWAF) NewTransaction() types.Transaction {
-	tx := w.WAF.NewTransaction()
-	w.ix.Start(tx)
-	return tx
+	return w.start(w.WAF.NewTransaction())
 }
 
 // NewTransactionWithID implements coraza.WAF.
 func (w preludeWAF) NewTransactionWithID(id string) types.Transaction {
-	tx := w.WAF.NewTransactionWithID(id)
-	w.ix.Start(tx)
+	return w.start(w.WAF.NewTransactionWithID(id))
+}
+
+func (w preludeWAF) start(tx types.Transaction) types.Transaction {
+	if w.ix != nil {
+		w.ix.Start(tx)
+	}
+	if w.rawResponse {
+		useRawResponse(tx)
+	}
 	return tx
 }
 
@@ -156,6 +170,9 @@ type recordingFS struct {
 	rulesFS
 	b     *preselect.Builder
 	jumps *preselect.JumpPlan
+	// mentioned is set when a file names RES_BODY_PROCESSOR
+	// (mentionsResBodyProcessor).
+	mentioned *bool
 }
 
 // ReadFile implements fs.ReadFileFS.
@@ -167,7 +184,11 @@ func (r recordingFS) ReadFile(name string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r.b.AddText(string(data))
+	text := string(data)
+	r.b.AddText(text)
+	if mentionsResBodyProcessor(text) {
+		*r.mentioned = true
+	}
 	return data, nil
 }
 
