@@ -363,3 +363,50 @@ SecRule REQUEST_HEADERS "@rx never" "id:2,phase:2,pass,log"
 		t.Errorf("after the body memo filled: matched %v, want [1]", got)
 	}
 }
+
+// TestRead_names: the screen reads a *_NAMES collection from the keys of
+// its parent, ARGS from its parts, ARGS_NAMES from theirs; each gives, as
+// a multiset, what Coraza's own FindAll of that collection gives: one name
+// per value (a key given twice is listed twice), in the case it was
+// written, whether the parent was read before or not.
+func TestRead_names(t *testing.T) {
+	waf, _ := compile(t, "SecRuleEngine On\n")
+	for _, first := range []bool{false, true} {
+		tx := waf.NewTransaction()
+		tx.AddGetRequestArgument("q", "1")
+		tx.AddGetRequestArgument("Q", "2")
+		tx.AddGetRequestArgument("q", "3")
+		tx.AddPostRequestArgument("json.a.B", "x")
+		tx.AddPostRequestArgument("json.a.B", "y")
+		tx.AddPathRequestArgument("id", "42")
+		tx.AddRequestHeader("X-One", "a")
+		tx.AddRequestHeader("x-one", "b")
+		tx.AddRequestHeader("Cookie", "s=1; T=2")
+		tx.AddResponseHeader("Set-Cookie", "k=v")
+		ts := tx.(plugintypes.TransactionState)
+		var st txState
+		st.namedGen = 1
+		if first {
+			for _, v := range namedParents {
+				st.read(ts, v, "")
+			}
+		}
+		for _, v := range []variables.RuleVariable{
+			variables.Args, variables.ArgsNames, variables.ArgsGet, variables.ArgsGetNames, variables.ArgsPost,
+			variables.ArgsPostNames, variables.ArgsPath, variables.RequestHeaders, variables.RequestHeadersNames,
+			variables.RequestCookies, variables.RequestCookiesNames, variables.ResponseHeaders, variables.ResponseHeadersNames,
+		} {
+			var want []string
+			for _, md := range ts.Collection(v).FindAll() {
+				want = append(want, md.Value())
+			}
+			got := slices.Clone(st.read(ts, v, ""))
+			slices.Sort(want)
+			slices.Sort(got)
+			if len(want) == 0 || !slices.Equal(got, want) {
+				t.Errorf("parents read first %v: %s reads %q, Coraza gives %q", first, v.Name(), got, want)
+			}
+		}
+		tx.Close()
+	}
+}
