@@ -2,7 +2,6 @@ package filter
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 
@@ -25,7 +24,6 @@ func recordScreen(r preselect.Report) {
 	}
 	s.screened += r.Screened
 	s.removed += r.Removed
-	s.screenTime += r.Took
 }
 
 // reportScreen publishes what the preselection did for the transaction:
@@ -41,6 +39,5 @@ func (s *stream) reportScreen(txID string) {
 		m.preselectRemoved.Increment(uint64(s.removed))
 	}
 	proxywasm.LogDebug("waf: rule preselection removed " + strconv.Itoa(s.removed) + " of " +
-		strconv.Itoa(s.screened) + " screened rules in " + strconv.FormatInt(int64(s.screenTime/time.Microsecond), 10) +
-		" us, unique_id " + txID)
+		strconv.Itoa(s.screened) + " screened rules, unique_id " + txID)
 }

@@ -76,9 +76,8 @@ type stream struct {
 	clientPort                        int
 
 	// what the rule preselection did (preselect.go): rules screened and
-	// removed over the phases, and the time it took.
+	// removed over the phases.
 	screened, removed int
-	screenTime        time.Duration
 
 	// body checks of the filter itself (operability.go).
 	multipart bool

@@ -774,8 +774,11 @@ type starget struct {
 // A rule is judged at the node where its chain ends; a multiMatch rule at
 // every node of its path, root included.
 type node struct {
-	name     string
-	fn       plugintypes.Transformation
+	name string
+	fn   plugintypes.Transformation
+	// into is fn writing into the screen's buffer (transform.Into), nil
+	// for a transformation without one.
+	into     transform.Into
 	parent   *node
 	children []*node
 	rules    []*srule
@@ -795,7 +798,8 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 			return c
 		}
 	}
-	c := &node{name: name, fn: fn, parent: n, idx: len(pp.nodes), lower: name == "lowercase"}
+	into, _ := transform.LookupInto(name)
+	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes), lower: name == "lowercase"}
 	pp.nodes = append(pp.nodes, c)
 	n.children = append(n.children, c)
 	return c

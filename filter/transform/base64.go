@@ -1,6 +1,8 @@
 package transform
 
-func init() { add("base64Decode", base64Decode) }
+import "slices"
+
+func init() { addInto("base64Decode", base64DecodeInto) }
 
 // base64Value maps a byte to its value in the standard Base64 alphabet
 // (A-Z a-z 0-9 + /), or to -1.
@@ -15,7 +17,7 @@ var base64Value = func() (t [256]int8) {
 	return t
 }()
 
-// base64Decode decodes standard Base64 leniently and never fails:
+// base64DecodeInto decodes standard Base64 leniently and never fails:
 //   - CR and LF are skipped anywhere;
 //   - '=' or a space ends the decoding (padding is optional);
 //   - any other byte outside the alphabet (base64url's '-' and '_'
@@ -24,11 +26,11 @@ var base64Value = func() (t [256]int8) {
 //     nothing.
 //
 // It always reports a change, even when the value is empty.
-func base64Decode(input string) (string, bool, error) {
+func base64DecodeInto(dst []byte, input string) ([]byte, bool, bool) {
 	if input == "" {
-		return input, true, nil
+		return dst, true, true
 	}
-	out := make([]byte, 0, len(input)/4*3+2)
+	out := slices.Grow(dst, len(input)/4*3+2)
 	var acc uint32 // the digits of the group so far, 6 bits each
 	digits := 0
 loop:
@@ -57,5 +59,5 @@ loop:
 	case 3:
 		out = append(out, byte(acc>>10), byte(acc>>2))
 	}
-	return builtString(out), true, nil
+	return out, false, true
 }

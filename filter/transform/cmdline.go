@@ -1,8 +1,10 @@
 package transform
 
-func init() { add("cmdLine", cmdLine) }
+import "slices"
 
-// cmdLine normalises a command line the way ModSecurity's t:cmdLine does,
+func init() { addInto("cmdLine", cmdLineInto) }
+
+// cmdLineInto normalises a command line the way ModSecurity's t:cmdLine does,
 // byte by byte (ASCII only):
 //   - the quoting and escaping bytes \ " ' ^ are deleted;
 //   - each run of the separators space, tab, CR, LF, ',' and ';' becomes
@@ -12,7 +14,7 @@ func init() { add("cmdLine", cmdLine) }
 //
 // "changed" is set exactly when the output differs from the input, and
 // the input itself comes back when it does not.
-func cmdLine(input string) (string, bool, error) {
+func cmdLineInto(dst []byte, input string) ([]byte, bool, bool) {
 	// Find the first byte where the output departs from the input. Before
 	// it, each separator is a lone ' ' that the output keeps.
 	afterSpace := false
@@ -42,10 +44,11 @@ scan:
 		}
 	}
 	if i == len(input) {
-		return input, false, nil
+		return dst, true, false
 	}
-	out := make([]byte, i, len(input))
-	copy(out, input[:i])
+	// A space deleted before '/' or '(' is one this function wrote: out
+	// never shrinks into dst.
+	out := append(slices.Grow(dst, len(input)), input[:i]...)
 	// afterSpace: the last byte of out is the space a separator run gave.
 	for ; i < len(input); i++ {
 		c := input[i]
@@ -71,5 +74,5 @@ scan:
 			afterSpace = false
 		}
 	}
-	return builtString(out), true, nil
+	return out, false, true
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -13,9 +14,9 @@ import (
 )
 
 func init() {
-	add("lowercase", lowerCase)
+	addInto("lowercase", lowerCaseInto)
 	add("removeNulls", removeNulls)
-	add("removeWhitespace", removeWhitespace)
+	addInto("removeWhitespace", removeWhitespaceInto)
 	add("compressWhitespace", compressWhitespace)
 	add("length", length)
 	add("sha1", sha1Digest)
@@ -42,13 +43,13 @@ func invalidAt(r rune, size int) bool {
 	return r == utf8.RuneError && size == 1
 }
 
-// lowerCase lower-cases the value with Unicode case mapping (so 'İ' gives
+// lowerCaseInto lower-cases the value with Unicode case mapping (so 'İ' gives
 // 'i' and the Kelvin sign gives 'k', possibly changing the length). As
 // soon as anything changes, every byte that is not valid UTF-8 becomes
 // U+FFFD, and an invalid byte counts as a change by itself: this is what
 // strings.ToLower does. The value is returned as it is when it holds no
 // upper-case rune and is valid UTF-8.
-func lowerCase(input string) (string, bool, error) {
+func lowerCaseInto(dst []byte, input string) ([]byte, bool, bool) {
 	i := 0
 	for i < len(input) {
 		c := input[i]
@@ -66,10 +67,9 @@ func lowerCase(input string) (string, bool, error) {
 		i += size
 	}
 	if i == len(input) {
-		return input, false, nil
+		return dst, true, false
 	}
-	out := make([]byte, i, len(input)+utf8.UTFMax)
-	copy(out, input[:i])
+	out := append(slices.Grow(dst, len(input)+utf8.UTFMax), input[:i]...)
 	for i < len(input) {
 		c := input[i]
 		if c < utf8.RuneSelf {
@@ -88,7 +88,7 @@ func lowerCase(input string) (string, bool, error) {
 		}
 		i += size
 	}
-	return builtString(out), true, nil
+	return out, false, true
 }
 
 // removeNulls deletes every NUL byte; "changed" says whether there was one.
@@ -107,14 +107,14 @@ func removeNulls(input string) (string, bool, error) {
 	return builtString(out), true, nil
 }
 
-// removeWhitespace deletes every rune that unicode.IsSpace calls a space
+// removeWhitespaceInto deletes every rune that unicode.IsSpace calls a space
 // (the ASCII ones, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
 // U+202F, U+205F, U+3000). The value is rewritten rune by rune as soon as
 // it holds a space or a byte that is not valid UTF-8, and each such byte
 // then becomes U+FFFD; "changed" only reports removed spaces, so a value
 // whose only defect is invalid UTF-8 comes back rewritten but "unchanged",
 // as Coraza's does.
-func removeWhitespace(input string) (string, bool, error) {
+func removeWhitespaceInto(dst []byte, input string) ([]byte, bool, bool) {
 	i := 0
 	for i < len(input) {
 		c := input[i]
@@ -132,10 +132,9 @@ func removeWhitespace(input string) (string, bool, error) {
 		i += size
 	}
 	if i == len(input) {
-		return input, false, nil
+		return dst, true, false
 	}
-	out := make([]byte, i, len(input)+2*utf8.UTFMax)
-	copy(out, input[:i])
+	out := append(slices.Grow(dst, len(input)+2*utf8.UTFMax), input[:i]...)
 	changed := false
 	for i < len(input) {
 		c := input[i]
@@ -159,7 +158,7 @@ func removeWhitespace(input string) (string, bool, error) {
 		}
 		i += size
 	}
-	return builtString(out), changed, nil
+	return out, false, changed
 }
 
 // asciiSpace reports whether c is one of the six ASCII white-space bytes
