@@ -639,25 +639,40 @@ function concat(a, b) {
 // encodePairs is the proxy-wasm header map serialisation: a count, the
 // sizes of every name and value, then each NUL-terminated.
 function encodePairs(pairs) {
-  const enc2 = pairs.map(([k, v]) => [enc.encode(k), enc.encode(v)]);
-  let n = 4 + 8 * enc2.length;
-  for (const [k, v] of enc2) n += k.length + v.length + 2;
+  // The proxy-wasm map layout: the count, each key and value size, then
+  // each key and value with a NUL after it. The strings are written
+  // straight into the buffer (encodeInto); a string's UTF-8 size is its
+  // length when it is ASCII, else it is measured once.
+  const sizes = new Array(2 * pairs.length);
+  let n = 4 + 8 * pairs.length;
+  for (let i = 0; i < pairs.length; i++) {
+    const [k, v] = pairs[i];
+    const kl = utf8Length(k), vl = utf8Length(v);
+    sizes[2 * i] = kl;
+    sizes[2 * i + 1] = vl;
+    n += kl + vl + 2;
+  }
   const b = new Uint8Array(n);
   const dv = new DataView(b.buffer);
-  dv.setUint32(0, enc2.length, true);
+  dv.setUint32(0, pairs.length, true);
   let off = 4;
-  for (const [k, v] of enc2) {
-    dv.setUint32(off, k.length, true);
-    dv.setUint32(off + 4, v.length, true);
-    off += 8;
-  }
-  for (const [k, v] of enc2) {
-    b.set(k, off);
-    off += k.length + 1;
-    b.set(v, off);
-    off += v.length + 1;
+  for (let i = 0; i < sizes.length; i++, off += 4) dv.setUint32(off, sizes[i], true);
+  for (let i = 0; i < pairs.length; i++) {
+    const [k, v] = pairs[i];
+    enc.encodeInto(k, b.subarray(off, off + sizes[2 * i]));
+    off += sizes[2 * i] + 1;
+    enc.encodeInto(v, b.subarray(off, off + sizes[2 * i + 1]));
+    off += sizes[2 * i + 1] + 1;
   }
   return b;
+}
+
+// utf8Length returns the size of s in UTF-8.
+function utf8Length(s) {
+  for (let i = 0; i < s.length; i++) {
+    if (s.charCodeAt(i) > 0x7f) return enc.encode(s).length;
+  }
+  return s.length;
 }
 
 function decodePairs(b) {
