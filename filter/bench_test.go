@@ -157,15 +157,23 @@ func BenchmarkPlugin_request(b *testing.B) {
 	})
 }
 
-// BenchmarkPlugin_pool is perf's BenchmarkWasm_pool natively: the bench's
-// traffic through the plugin, per class and as the mix.
-func BenchmarkPlugin_pool(b *testing.B) {
+// poolPlugin returns the bench's pool and the CRS plugin in the emulator,
+// with its logs quiet.
+func poolPlugin(b *testing.B) ([]benchreq.Request, proxytest.HostEmulator, func()) {
+	b.Helper()
 	quietLogs(b)
 	pool, err := benchreq.DefaultPool()
 	if err != nil {
 		b.Fatal(err)
 	}
 	host, reset := startBenchPlugin(b)
+	return pool, host, reset
+}
+
+// BenchmarkPlugin_pool is perf's BenchmarkWasm_pool natively: the bench's
+// traffic through the plugin, per class and as the mix.
+func BenchmarkPlugin_pool(b *testing.B) {
+	pool, host, reset := poolPlugin(b)
 	defer reset()
 	for _, class := range benchreq.PoolRuns {
 		reqs := benchreq.Select(pool, class)
@@ -190,12 +198,7 @@ func BenchmarkPlugin_pool(b *testing.B) {
 // filter: each with a fresh x-request-id (the HTTP connection manager
 // adds one to every request that lacks it), a header value seen once.
 func BenchmarkPlugin_requestID(b *testing.B) {
-	quietLogs(b)
-	pool, err := benchreq.DefaultPool()
-	if err != nil {
-		b.Fatal(err)
-	}
-	host, reset := startBenchPlugin(b)
+	pool, host, reset := poolPlugin(b)
 	defer reset()
 	reqs := benchreq.Select(pool, "benign_get")
 	b.ReportAllocs()
