@@ -229,6 +229,7 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 				}
 				if t.ctls = withRules(ctls, tagged); t.ctls != nil {
 					ix.adders = append(ix.adders, r.id)
+					ix.ctlTriggers = append(ix.ctlTriggers, t)
 				}
 			}
 			t.negated = r.parsed.negated
@@ -529,6 +530,9 @@ func (rr runtimeRemovals) mayName(r observed) bool {
 // grouped by phase.
 type Index struct {
 	plans [types.PhaseLogging + 1]*phasePlan
+	// ctlTriggers are the operators that make a rule's target removals
+	// themselves (noop.go); Snapshot drops the prelude's rules from them.
+	ctlTriggers []*trigger
 	// state is what the screens of the transaction in progress share.
 	stateMu sync.Mutex
 	state   txState

@@ -461,6 +461,15 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 			ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
 		}
 		ix.activateRecords(removed)
+		// A target removed from a rule that no transaction evaluates
+		// changes nothing: Coraza reads a rule's removed targets only
+		// when it evaluates it. 941010 removes REQUEST_FILENAME from
+		// 41 rules, 8 of them of the higher paranoia levels.
+		for _, t := range ix.ctlTriggers {
+			for i := range t.ctls {
+				t.ctls[i].ids = slices.DeleteFunc(slices.Clone(t.ctls[i].ids), func(id int) bool { return removed[id] })
+			}
+		}
 		// Start removes them from every transaction: a range of a
 		// screen may cover them.
 		for _, pp := range ix.plans {
