@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -46,11 +47,22 @@ type rawResponse struct{}
 
 // readBuffers holds the buffers the bodies are read through. In wasm, one
 // transaction runs at a time; natively, transactions take one each.
-var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
+var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxKeptReadBuffer is the largest read buffer kept for the next body; a
 // larger one is left to the collector.
 const maxKeptReadBuffer = 256 << 10
+
+// releaseReadBuffer hands b back to readBuffers when it is at most
+// maxKeptReadBuffer, and reports whether it did.
+func releaseReadBuffer(b *bytes.Buffer) bool {
+	if b.Cap() > maxKeptReadBuffer {
+		return false
+	}
+	b.Reset()
+	readBuffers.Put(b)
+	return true
+}
 
 // setter is what a collection of Coraza's transaction variables has to
 // set a value (collections.Single).
@@ -69,35 +81,14 @@ func (rawResponse) ProcessResponse(r io.Reader, v plugintypes.TransactionVariabl
 	if !ok1 || !ok2 {
 		return errors.New(rawResponseProcessor + ": the transaction's variables cannot be set")
 	}
-	bp := readBuffers.Get().(*[]byte)
-	buf, err := readAll(r, (*bp)[:0])
-	if err != nil {
+	b := readBuffers.Get().(*bytes.Buffer)
+	defer releaseReadBuffer(b)
+	if _, err := b.ReadFrom(r); err != nil {
 		return err
 	}
-	body.Set(string(buf))
-	length.Set(strconv.Itoa(len(buf)))
-	if cap(buf) <= maxKeptReadBuffer {
-		*bp = buf[:0]
-		readBuffers.Put(bp)
-	}
+	body.Set(b.String())
+	length.Set(strconv.Itoa(b.Len()))
 	return nil
-}
-
-// readAll appends what r holds to buf, growing it as it fills.
-func readAll(r io.Reader, buf []byte) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }
 
 // useRawResponse makes rawResponse the response body processor of tx.

@@ -135,3 +135,21 @@ func TestRawResponse_mentioned(t *testing.T) {
 		t.Error("mentionsResBodyProcessor misreads its text")
 	}
 }
+
+// TestReleaseReadBuffer: a read buffer of up to maxKeptReadBuffer bytes
+// goes back to the pool emptied, a larger one does not.
+func TestReleaseReadBuffer(t *testing.T) {
+	for _, c := range []struct {
+		cap  int
+		kept bool
+	}{{maxKeptReadBuffer, true}, {maxKeptReadBuffer + 1, false}} {
+		b := bytes.NewBuffer(make([]byte, 0, c.cap))
+		b.WriteString("left over")
+		if got := releaseReadBuffer(b); got != c.kept {
+			t.Errorf("a buffer of %d bytes: kept %v, want %v", c.cap, got, c.kept)
+		}
+		if c.kept && b.Len() != 0 {
+			t.Errorf("a buffer of %d bytes went back holding %q", c.cap, b.String())
+		}
+	}
+}

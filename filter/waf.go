@@ -121,11 +121,11 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	// Without a prelude (err says why) every transaction evaluates the
 	// opening of phase 1 itself.
 	_, _ = ix.Snapshot(waf)
-	if ix.NeedsStart() || !mentioned {
-		w := preludeWAF{WAF: waf, rawResponse: !mentioned}
-		if ix.NeedsStart() {
-			w.ix = ix
-		}
+	w := preludeWAF{WAF: waf, rawResponse: !mentioned}
+	if ix.NeedsStart() {
+		w.ix = ix
+	}
+	if w.ix != nil || w.rawResponse {
 		waf = w
 	}
 	wafCache[key] = waf

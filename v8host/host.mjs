@@ -639,10 +639,8 @@ function concat(a, b) {
 // encodePairs is the proxy-wasm header map serialisation: a count, the
 // sizes of every name and value, then each NUL-terminated.
 function encodePairs(pairs) {
-  // The proxy-wasm map layout: the count, each key and value size, then
-  // each key and value with a NUL after it. The strings are written
-  // straight into the buffer (encodeInto); a string's UTF-8 size is its
-  // length when it is ASCII, else it is measured once.
+  // The strings are written straight into the buffer (encodeInto); a
+  // string's UTF-8 size is its length when it is ASCII, else measured once.
   const sizes = new Array(2 * pairs.length);
   let n = 4 + 8 * pairs.length;
   for (let i = 0; i < pairs.length; i++) {
@@ -832,11 +830,11 @@ function front(vm, up, agent, req, res) {
   const hasBody = Number(req.headers["content-length"] || 0) > 0 || req.headers["transfer-encoding"] !== undefined;
   // As Envoy's HCM hands them over: x-forwarded-proto and x-request-id
   // added when missing (the wazero host's front does the same).
-  const headers = [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")];
-  if (req.headers["x-forwarded-proto"] === undefined) headers.push(["x-forwarded-proto", "http"]);
-  if (req.headers["x-request-id"] === undefined) headers.push(["x-request-id", randomUUID()]);
+  const reqHeaders = [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")];
+  if (req.headers["x-forwarded-proto"] === undefined) reqHeaders.push(["x-forwarded-proto", "http"]);
+  if (req.headers["x-request-id"] === undefined) reqHeaders.push(["x-request-id", randomUUID()]);
   const ex = {
-    headers,
+    headers: reqHeaders,
     info: { source: `${req.socket.remoteAddress}:${req.socket.remotePort}`, destination: "127.0.0.1:8080", protocol: "HTTP/" + req.httpVersion },
   };
   const st = new Stream(vm, ex);

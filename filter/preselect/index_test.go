@@ -410,3 +410,19 @@ func TestRead_names(t *testing.T) {
 		tx.Close()
 	}
 }
+
+// TestEnter_tbuf: the buffer of transformed values is kept from one phase
+// to the next up to maxKeptTbuf bytes, and dropped past them.
+func TestEnter_tbuf(t *testing.T) {
+	pp := &phasePlan{}
+	for _, c := range []struct {
+		cap  int
+		kept bool
+	}{{maxKeptTbuf, true}, {maxKeptTbuf + 1, false}} {
+		st := txState{tbuf: make([]byte, 0, c.cap)}
+		st.enter(pp, 2)
+		if kept := st.tbuf != nil; kept != c.kept {
+			t.Errorf("a buffer of %d bytes: kept %v, want %v", c.cap, kept, c.kept)
+		}
+	}
+}

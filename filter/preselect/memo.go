@@ -135,10 +135,10 @@ func (m *memo) get(batch, vi int, value string, body bool) ([]int32, bool) {
 	if ok && e.gen != g.gen {
 		g.old.entries--
 		g.old.bytes -= len(value)
-		g.make(len(value))
+		g.admit(len(value))
 		e.gen = g.gen
 		// A copy, as put makes: a map keeps the key of the last
-		// assignment, and make may have dropped the entry.
+		// assignment, and admit may have dropped the entry.
 		k.value = strings.Clone(value)
 		g.entries[k] = e
 	}
@@ -155,16 +155,16 @@ func (m *memo) put(batch, vi int, value string, matched []int32, body bool) {
 	if len(matched) != 0 {
 		keep = slices.Clone(matched)
 	}
-	g.make(len(value))
+	g.admit(len(value))
 	// The value is copied: the memo outlives the transaction whose
 	// memory holds it.
 	g.entries[memoKey{uint16(batch), uint8(vi), strings.Clone(value)}] = memoEntry{keep, g.gen}
 }
 
-// make makes room in the young generation for a value of n bytes, and
+// admit makes room in the young generation for a value of n bytes, and
 // counts it there. A full young generation becomes the old one, and the
 // entries of the old one before it are dropped.
-func (g *memoGens) make(n int) {
+func (g *memoGens) admit(n int) {
 	if g.entries == nil {
 		g.entries = make(map[memoKey]memoEntry, 256)
 	}

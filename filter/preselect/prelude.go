@@ -452,11 +452,8 @@ type txRemover interface {
 // transaction no longer evaluates.
 func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	n, err := ix.snapshot(waf)
+	removed := removedIDs(ix.prelude)
 	if ix.prelude != nil {
-		removed := make(map[int]bool, len(ix.prelude.removed))
-		for _, id := range ix.prelude.removed {
-			removed[id] = true
-		}
 		if jc := ix.jumpCheck; jc != nil {
 			ix.jumpsOff = checkJumps(jc.rules, jc.facts, ix.jumps, removed)
 		}
@@ -483,7 +480,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 			}
 		}
 	}
-	ix.checkScreened(removedIDs(ix.prelude))
+	ix.checkScreened(removed)
 	ix.jumpCheck = nil
 	return n, err
 }
@@ -569,9 +566,10 @@ func (ix *Index) preludeStates(removed, jumps map[int]bool) {
 		pp.initial = make([]uint8, len(pp.rules))
 		for _, r := range pp.rules {
 			switch {
-			case removed[r.id] && jumps[r.id]:
+			case !removed[r.id]:
+			case jumps[r.id]:
 				pp.initial[r.idx] = matched
-			case removed[r.id]:
+			default:
 				pp.initial[r.idx] = dropped
 			}
 		}
