@@ -68,18 +68,48 @@ func (l *debugLogger) With(fs ...debuglog.ContextField) debuglog.Logger {
 	return &debugLogger{inner: l.inner, silent: true, parent: l, fields: fs}
 }
 
-// Trace implements debuglog.Logger. A silent logger's events are Coraza's
-// no-op events, which need no fields.
-func (l *debugLogger) Trace() debuglog.Event { return l.inner.Trace() }
+// silentEvent is what every level of a silent logger returns: Coraza's
+// no-op event. Coraza asks for an event before most things it does (each
+// rule skipped or evaluated, each action), so a silent logger answers
+// without asking inner.
+var silentEvent = debuglog.Noop().Debug()
+
+// Trace implements debuglog.Logger.
+func (l *debugLogger) Trace() debuglog.Event {
+	if l.silent {
+		return silentEvent
+	}
+	return l.inner.Trace()
+}
 
 // Debug implements debuglog.Logger.
-func (l *debugLogger) Debug() debuglog.Event { return l.inner.Debug() }
+func (l *debugLogger) Debug() debuglog.Event {
+	if l.silent {
+		return silentEvent
+	}
+	return l.inner.Debug()
+}
 
 // Info implements debuglog.Logger.
-func (l *debugLogger) Info() debuglog.Event { return l.inner.Info() }
+func (l *debugLogger) Info() debuglog.Event {
+	if l.silent {
+		return silentEvent
+	}
+	return l.inner.Info()
+}
 
 // Warn implements debuglog.Logger.
-func (l *debugLogger) Warn() debuglog.Event { return l.inner.Warn() }
+func (l *debugLogger) Warn() debuglog.Event {
+	if l.silent {
+		return silentEvent
+	}
+	return l.inner.Warn()
+}
 
 // Error implements debuglog.Logger.
-func (l *debugLogger) Error() debuglog.Event { return l.inner.Error() }
+func (l *debugLogger) Error() debuglog.Event {
+	if l.silent {
+		return silentEvent
+	}
+	return l.inner.Error()
+}

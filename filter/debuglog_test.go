@@ -85,3 +85,30 @@ func TestDebugLogger_silentWith(t *testing.T) {
 		t.Errorf("With on a silent logger: %v allocations, want at most 2 (the varargs and the logger)", allocs)
 	}
 }
+
+// TestDebugLogger_silentEvents: a silent logger's events log nothing at
+// any level, and a logger raised from it by WithLevel logs again.
+func TestDebugLogger_silentEvents(t *testing.T) {
+	var out bytes.Buffer
+	silent := newDebugLogger().WithOutput(&out).With(debuglog.Str("tx_id", "tx1"))
+	for name, e := range map[string]debuglog.Event{
+		"trace": silent.Trace(), "debug": silent.Debug(), "info": silent.Info(),
+		"warn": silent.Warn(), "error": silent.Error(),
+	} {
+		if e.IsEnabled() {
+			t.Errorf("%s event of a silent logger is enabled", name)
+		}
+		e.Str("k", "v").Msg("nothing")
+	}
+	if out.Len() != 0 {
+		t.Errorf("a silent logger wrote %q", out.String())
+	}
+	raised := silent.WithLevel(debuglog.LevelDebug)
+	if !raised.Debug().IsEnabled() || raised.Trace().IsEnabled() {
+		t.Errorf("raised to debug: debug enabled %v, trace enabled %v; want true, false", raised.Debug().IsEnabled(), raised.Trace().IsEnabled())
+	}
+	raised.Debug().Msg("now")
+	if !strings.Contains(out.String(), `now tx_id="tx1"`) {
+		t.Errorf("raised logger wrote %q, want the message with the pending field", out.String())
+	}
+}

@@ -2,6 +2,7 @@ package preselect
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
@@ -62,7 +63,23 @@ type record struct {
 	// Snapshot when the list is a constant, holds the list's value.
 	starts func(string) bool
 	on     bool
+	// made keeps, by value, the record write made for it: the names of
+	// a client's headers repeat from request to request. At most maxMade
+	// of them; a full map is emptied.
+	madeMu sync.Mutex
+	made   map[string]made
 }
+
+// made is the TX key of a value's record and the values to set it to
+// (one: the record), which Set only reads.
+type made struct {
+	key  string
+	vals []string
+}
+
+// maxMade is the most values a record rule keeps the records of: 64 KiB
+// or so for the CRS's header names.
+const maxMade = 512
 
 // recordActions are the actions of a record rule's starter besides its
 // one setvar, capture and chain: none runs unless the whole chain matches
@@ -211,6 +228,17 @@ func (rec *record) write(tx plugintypes.TransactionState, v string) {
 		return
 	}
 	tx.CaptureField(0, v)
+	m := rec.record(v)
+	tx.Variables().TX().Set(m.key, m.vals)
+}
+
+// record returns the record of v, from made or made anew.
+func (rec *record) record(v string) made {
+	rec.madeMu.Lock()
+	defer rec.madeMu.Unlock()
+	if m, ok := rec.made[v]; ok {
+		return m
+	}
 	// The key and the value in one allocation.
 	var b strings.Builder
 	b.Grow(len(rec.prefix) + len(rec.before) + 2*len(v) + len(rec.after))
@@ -220,8 +248,14 @@ func (rec *record) write(tx plugintypes.TransactionState, v string) {
 	b.WriteString(v)
 	b.WriteString(rec.after)
 	s := b.String()
-	key, value := s[:len(rec.prefix)+len(v)], s[len(rec.prefix)+len(v):]
-	tx.Variables().TX().Set(strings.ToLower(key), []string{value})
+	n := len(rec.prefix) + len(v)
+	m := made{key: strings.ToLower(s[:n]), vals: []string{s[n:]}}
+	if len(rec.made) >= maxMade || rec.made == nil {
+		rec.made = make(map[string]made, 64)
+	}
+	// The map's key is a slice of s: v may be a buffer's.
+	rec.made[s[len(rec.prefix):n]] = m
+	return m
 }
 
 // recorded reports whether the screen of tx's current phase marked rec's

@@ -151,6 +151,9 @@ func TestRecords(t *testing.T) {
 		{"/", []string{"Lock-Token", "Host"}, 403, false},
 		{"/skip", []string{"Host", "Proxy"}, 0, false}, // excluded: no record of it either way
 		{"/skip", []string{"Host", "Lock-Token"}, 403, false},
+		// Again: the records now come from those the rule made.
+		{"/", []string{"Host", "Accept", "User-Agent"}, 0, true},
+		{"/", []string{"Host", "Proxy"}, 403, false},
 	} {
 		a := runRecord(t, with, ix, c.path, c.headers)
 		b := runRecord(t, without, nil, c.path, c.headers)
@@ -166,6 +169,27 @@ func TestRecords(t *testing.T) {
 		if got := a.matchedVar == "" && b.matchedVar != ""; got != c.recorded {
 			t.Errorf("%s %v: recorded by the operator %v (MATCHED_VAR %q, without %q), want %v",
 				c.path, c.headers, got, a.matchedVar, b.matchedVar, c.recorded)
+		}
+	}
+}
+
+// TestRecord_made: the records a rule keeps are the ones it would make,
+// for any case and past maxMade values.
+func TestRecord_made(t *testing.T) {
+	rec := &record{prefix: "header_name_920450_", before: "/", after: "/"}
+	for round := 0; round < 2; round++ {
+		for i := range maxMade + 10 {
+			v := fmt.Sprintf("X-Name-%d", i)
+			m := rec.record(v)
+			if want := "header_name_920450_x-name-" + fmt.Sprint(i); m.key != want {
+				t.Fatalf("round %d, %s: key %q, want %q", round, v, m.key, want)
+			}
+			if len(m.vals) != 1 || m.vals[0] != "/"+v+"/" {
+				t.Fatalf("round %d, %s: values %q, want [/%s/]", round, v, m.vals, v)
+			}
+		}
+		if len(rec.made) > maxMade {
+			t.Fatalf("%d records kept, want at most %d", len(rec.made), maxMade)
 		}
 	}
 }
