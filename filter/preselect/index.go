@@ -583,7 +583,8 @@ func (ix *Index) Jumps() (all, off []int) {
 // Quiet returns the IDs of the rules that, with the preselection, may be
 // missing from a transaction's matched rules, or be there in addition,
 // though they log nothing: the prelude's, the marker jumps and the rules
-// whose additions of 0, or whose removals of targets, do not match.
+// whose additions of 0, or whose removals of targets, do not match, and
+// the setters (setters.go).
 func (ix *Index) Quiet() map[int]bool {
 	q := map[int]bool{}
 	all, _ := ix.Jumps()
@@ -595,6 +596,16 @@ func (ix *Index) Quiet() map[int]bool {
 	if ix.prelude != nil {
 		for _, id := range ix.adders {
 			q[id] = true
+		}
+		for _, pp := range ix.plans {
+			if pp == nil {
+				continue
+			}
+			for _, r := range pp.rules {
+				if r.sets != nil {
+					q[r.id] = true
+				}
+			}
 		}
 	}
 	return q
@@ -760,6 +771,9 @@ type srule struct {
 	// links: a chain starter's chained rules, read when the rule set has
 	// a prelude (links.go).
 	links []link
+	// sets: a setter (setters.go), judged from its keys (targets), to
+	// which it writes these values.
+	sets []string
 }
 
 // starget is one target of a rule judged on its own.
@@ -1036,6 +1050,13 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 		return nil, reasonConfigWhole
 	}
 	rt, ok := r.parsed.ruleText, r.parsed.secRule
+	if keys, values, setter := setterOf(r); setter && !inSkipWindow && !facts.defaultsSkip && !facts.defaultsWrite &&
+		!inRanges(r.id, facts.updated) {
+		sr := setterSrule(r, pos, keys, values)
+		sr.idx = len(pp.rules)
+		pp.rules = append(pp.rules, sr)
+		return sr, ""
+	}
 	switch {
 	case !ok:
 		return nil, reasonNotSecRule

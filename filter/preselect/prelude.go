@@ -352,7 +352,7 @@ func actionValue(acts []action, name string) string {
 // inertRule reports whether the screen judges r (nil: not screened) on
 // TX values alone.
 func inertRule(r *srule) bool {
-	if r == nil || len(r.txKeys) == 0 {
+	if r == nil || len(r.txKeys) == 0 || r.sets != nil {
 		return false
 	}
 	for _, t := range r.targets {

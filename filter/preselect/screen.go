@@ -171,8 +171,8 @@ type txState struct {
 	removed int
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
-	// links: the chained rules of starters are read (links.go): the rule
-	// set has a prelude.
+	// links: the rule set has a prelude: the chained rules of starters
+	// are read (links.go) and setters judged (setters.go).
 	links bool
 }
 
@@ -713,6 +713,11 @@ func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []str
 func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r *srule, pos int) bool {
 	if pos < r.frozenFrom {
 		return false
+	}
+	if r.sets != nil {
+		// A setter (setters.go): kept without a prelude.
+		st.decide(r, !st.links || st.setsAnything(r, tx))
+		return true
 	}
 	judge, ok := r.judgeFor(tx)
 	if !ok {
