@@ -8,23 +8,23 @@ import (
 func TestSetterOf(t *testing.T) {
 	for rule, want := range map[string][]string{
 		`SecAction "id:1,phase:2,pass,t:none,nolog,tag:'x',ver:'v',setvar:'tx.Score=0'"`: {"score", "0"},
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=0,setvar:tx.b=on"`:                {"a", "0", "b", "on"},
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=0,setvar:tx.A=1"`:                 nil, // one key twice
-		`SecAction "id:1,phase:2,pass,log,setvar:tx.a=0"`:                                 nil, // logs
-		`SecAction "id:1,phase:2,pass,nolog,severity:2,setvar:tx.a=0"`:                    nil, // severity
-		`SecAction "id:1,phase:2,block,nolog,setvar:tx.a=0"`:                              nil, // no pass
-		`SecAction "id:1,phase:2,pass,nolog,skipAfter:END,setvar:tx.a=0"`:                 nil,
-		`SecAction "id:1,phase:2,pass,nolog,ctl:ruleRemoveById=2,setvar:tx.a=0"`:          nil,
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=+1"`:                              nil, // arithmetic
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=-1"`:                              nil,
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a="`:                                nil, // empty
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a"`:                                 nil,
-		`SecAction "id:1,phase:2,pass,nolog,setvar:!tx.a"`:                                nil, // deletion
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=%{tx.b}"`:                         nil, // macro
-		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.%{tx.k}=0"`:                         nil,
-		`SecAction "id:1,phase:2,pass,nolog,setvar:ip.a=0"`:                               nil,
-		`SecAction "id:1,phase:2,pass,nolog"`:                                             nil, // sets nothing
-		`SecRule TX:A "@eq 1" "id:1,phase:2,pass,nolog,setvar:tx.a=0"`:                    nil, // has an operator
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=0,setvar:tx.b=on"`:               {"a", "0", "b", "on"},
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=0,setvar:tx.A=1"`:                nil, // one key twice
+		`SecAction "id:1,phase:2,pass,log,setvar:tx.a=0"`:                                nil, // logs
+		`SecAction "id:1,phase:2,pass,nolog,severity:2,setvar:tx.a=0"`:                   nil, // severity
+		`SecAction "id:1,phase:2,block,nolog,setvar:tx.a=0"`:                             nil, // no pass
+		`SecAction "id:1,phase:2,pass,nolog,skipAfter:END,setvar:tx.a=0"`:                nil,
+		`SecAction "id:1,phase:2,pass,nolog,ctl:ruleRemoveById=2,setvar:tx.a=0"`:         nil,
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=+1"`:                             nil, // arithmetic
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=-1"`:                             nil,
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a="`:                               nil, // empty
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a"`:                                nil,
+		`SecAction "id:1,phase:2,pass,nolog,setvar:!tx.a"`:                               nil, // deletion
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.a=%{tx.b}"`:                        nil, // macro
+		`SecAction "id:1,phase:2,pass,nolog,setvar:tx.%{tx.k}=0"`:                        nil,
+		`SecAction "id:1,phase:2,pass,nolog,setvar:ip.a=0"`:                              nil,
+		`SecAction "id:1,phase:2,pass,nolog"`:                                            nil, // sets nothing
+		`SecRule TX:A "@eq 1" "id:1,phase:2,pass,nolog,setvar:tx.a=0"`:                   nil, // has an operator
 	} {
 		keys, values, ok := setterOf(observed{id: 1, raw: rule, parsed: parseRule(rule)})
 		var got []string
