@@ -63,7 +63,7 @@ const maxFree = 5
 // minJumpMarkers is the fewest markers a jump must pass over: a jump is
 // itself a rule that matches, which costs about what two markers cost
 // (7.4 allocations against 4 in Coraza v3.8.1).
-const minJumpMarkers = 4
+const minJumpMarkers = 3
 
 // JumpPlan is where the jumps go in a rule set's texts: by file (the name
 // Coraza reads it by; "" for the directives themselves) and line. It also

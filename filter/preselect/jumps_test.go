@@ -242,7 +242,7 @@ func TestPlanJumps_none(t *testing.T) {
 		fsys       fstest.MapFS
 		directives string
 	}{
-		"too few markers":                 {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecRule ARGS \"@rx x\" \"id:1,phase:3,pass\"\n")}}, "Include r.conf"},
+		"too few markers":                 {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecRule ARGS \"@rx x\" \"id:1,phase:3,pass\"\n")}}, "Include r.conf"},
 		"an ID of the jumps taken":        {fstest.MapFS{"r.conf": {Data: []byte(fmt.Sprintf("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker D\nSecRule ARGS \"@rx x\" \"id:%d,phase:3,pass\"\n", jumpBase+3))}}, "Include r.conf"},
 		"a file read twice":               {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker D\n")}}, "Include r.conf\nInclude r.conf"},
 		"a marker name that needs quotes": {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker \"D E\"\n")}}, "Include r.conf"},

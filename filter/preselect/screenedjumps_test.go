@@ -60,9 +60,9 @@ const screenedDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\n" +
 	"\nInclude a.conf\nInclude b.conf\nInclude c.conf\nInclude d.conf\nInclude d2.conf\nInclude e.conf"
 
 // TestPlanScreened: the first free line of each file after a marker holds
-// a screened jump of phase 2 while four markers or more follow before the
-// first barrier (rule 500, with a ctl): a.conf's and b.conf's reach
-// END-D2; c.conf's would pass three markers only.
+// a screened jump of phase 2 while minJumpMarkers (3) markers or more
+// follow before the first barrier (rule 500, with a ctl): a.conf's, b.conf's
+// and c.conf's reach END-D2; d.conf's would pass two markers only.
 func TestPlanScreened(t *testing.T) {
 	p := PlanJumps(screenedDirectives, screenedFiles)
 	if p == nil {
@@ -72,15 +72,15 @@ func TestPlanScreened(t *testing.T) {
 		return fmt.Sprintf(`SecRule REQUEST_METHOD "@%s" "id:%d,phase:2,pass,nolog,noauditlog,skipAfter:%s"`, jumpOperator, id, mark)
 	}
 	ids := p.ScreenedIDs()
-	if len(ids) != 2 {
-		t.Fatalf("screened jumps %v, want 2 (plan %v)", ids, p.lines)
+	if len(ids) != 3 {
+		t.Fatalf("screened jumps %v, want 3 (plan %v)", ids, p.lines)
 	}
 	for _, c := range []struct {
 		file string
 		id   int
 		mark string
 		line int
-	}{{"a.conf", ids[0], "END-D2", 4}, {"b.conf", ids[1], "END-D2", 0}} {
+	}{{"a.conf", ids[0], "END-D2", 4}, {"b.conf", ids[1], "END-D2", 0}, {"c.conf", ids[2], "END-D2", 0}} {
 		if got := p.lines[c.file][c.line]; got != jump(c.id, c.mark) {
 			t.Errorf("%s line %d: %q, want %q", c.file, c.line+1, got, jump(c.id, c.mark))
 		}
@@ -107,8 +107,8 @@ func TestPlanJumps_notInChain(t *testing.T) {
 func TestScreenedJumps_sameDecisions(t *testing.T) {
 	with, ix := compileJumps(t, screenedFiles, screenedDirectives, true)
 	without, plain := compileJumps(t, screenedFiles, screenedDirectives, false)
-	if len(ix.screened) != 2 || !ix.screened[0].on || !ix.screened[1].on {
-		t.Fatalf("screened jumps %+v, want 2, on", ix.screened)
+	if len(ix.screened) != 3 || !ix.screened[0].on || !ix.screened[1].on || !ix.screened[2].on {
+		t.Fatalf("screened jumps %+v, want 3, on", ix.screened)
 	}
 	first := ix.screened[0].id
 	for _, c := range []struct {
