@@ -214,6 +214,11 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 	facts := scanDirectives(b.texts)
 	facts.bodyCtl = bodyProcessorCtls(b.rules, writes)
 	facts.screenedJumps = b.screened
+	for _, id := range b.jumps {
+		if !slices.Contains(b.screened, id) {
+			facts.markerJumps = append(facts.markerJumps, id)
+		}
+	}
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
 	var tagged map[string][]int // found when a rule needs them
 	taggedDone := false
@@ -297,8 +302,9 @@ type directiveFacts struct {
 	// REQBODY_PROCESSOR (skips.go).
 	bodyCtl map[types.RulePhase]bool
 	// screenedJumps are the IDs of the screened jumps planned into the
-	// texts (screenedjumps.go).
-	screenedJumps []int
+	// texts (screenedjumps.go), markerJumps those of the other jumps
+	// (jumps.go).
+	screenedJumps, markerJumps []int
 }
 
 // runtimeRemovals are the rules some ctl action may remove from a
@@ -729,8 +735,9 @@ type segment struct {
 	jumpBy *srule
 	target int
 	// screenedJump: the rule with the skipAfter is a screened jump
-	// (screenedjumps.go).
-	screenedJump bool
+	// (screenedjumps.go); markerJump: a marker jump (jumps.go), which
+	// passes over no rule of its phase, taken or not.
+	screenedJump, markerJump bool
 }
 
 // srule is one rule the screen may remove.
@@ -974,6 +981,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				}
 				sg := &pp.segs[r.seg]
 				sg.jump, sg.jumpBy, sg.target = true, byPos[r.pos], -1
+				sg.markerJump = slices.Contains(facts.markerJumps, r.id)
 				mark := strings.Trim(a.value, `"'`)
 				for _, m := range kept[i+1:] {
 					if m.secMark == mark {

@@ -406,3 +406,55 @@ func TestPlanJumps_limits(t *testing.T) {
 		}
 	}
 }
+
+// TestJumps_screenPasses: a screen walks on past a marker jump in the
+// middle of its phase (the jump passes over no rule of the phase), so the
+// one screen the first rule of phase 2 runs drops the rules after the
+// jump too, before Coraza reaches them.
+func TestJumps_screenPasses(t *testing.T) {
+	fsys := fstest.MapFS{"r.conf": {Data: []byte(`SecRule ARGS "@contains alpha" "id:10,phase:2,pass,log"
+#
+#
+#
+#
+#
+SecMarker M1
+SecMarker M2
+SecMarker M3
+SecRule ARGS "@contains beta" "id:20,phase:2,pass,log"
+SecRule ARGS "@contains gamma" "id:21,phase:2,pass,log"
+`)}}
+	directives := "SecRuleEngine On\nInclude r.conf"
+	if p := PlanJumps(directives, fsys); p == nil || !strings.Contains(p.lines["r.conf"][2], "phase:2,") {
+		t.Fatalf("plan %v: want a jump of phase 2 on line 3", p)
+	}
+	with, ix := compileJumps(t, fsys, directives, true)
+	if len(ix.jumps) != 5 || len(ix.jumpsOff) != 0 {
+		t.Fatalf("jumps %v (off %v): want one of phase 2, on", ix.jumps, ix.jumpsOff)
+	}
+	var reports []Report
+	OnScreen = func(r Report) {
+		if r.Phase == 2 {
+			reports = append(reports, r)
+		}
+	}
+	defer func() { OnScreen = nil }()
+	tx := with.NewTransaction()
+	ix.Start(tx)
+	defer func() { _ = tx.Close() }()
+	tx.ProcessURI("/?x=beta", "GET", "HTTP/1.1")
+	tx.ProcessRequestHeaders()
+	_, _ = tx.ProcessRequestBody()
+	if len(reports) != 1 || reports[0].Screened != 3 || reports[0].Removed != 2 {
+		t.Errorf("phase 2 screens %+v, want one that judged 10, 20 and 21 and removed 10 and 21", reports)
+	}
+	var matched []int
+	for _, mr := range tx.MatchedRules() {
+		if !IsJump(mr.Rule().ID()) {
+			matched = append(matched, mr.Rule().ID())
+		}
+	}
+	if !slices.Equal(matched, []int{20}) {
+		t.Errorf("matched %v, want [20]", matched)
+	}
+}

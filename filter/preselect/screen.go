@@ -341,9 +341,11 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			st.done[s] = true
 			batch = append(batch, s)
 		}
-		if !sg.jump || sg.screenedJump {
+		if !sg.jump || sg.screenedJump || sg.markerJump {
 			// A screened jump is taken only when every rule it
-			// passes over is dropped: those rules are screened.
+			// passes over is dropped: those rules are screened. A
+			// marker jump passes over no rule of the phase: the
+			// stretches up to its marker are empty.
 			s++
 			continue
 		}
