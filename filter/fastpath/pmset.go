@@ -259,6 +259,7 @@ func newPMSet(patterns []string, ac func() ahocorasick.AhoCorasick) *pmSet {
 			s.root[c] = target(k)
 		}
 	}
+	s.densify()
 	return s
 }
 
@@ -295,12 +296,92 @@ type acTable struct {
 	// fail is, for each state, the state of its longest proper suffix that
 	// is a state (the failure link).
 	fail []uint32
+	// States 1 to dense, the shallowest (densify), also have a row of
+	// what next returns for each class of bytes: rows[(s-1)*classes +
+	// class[c]].
+	dense   uint32
+	classes uint32
+	class   [256]uint8
+	rows    []uint32
+}
+
+// maxDenseRows is the most states of one automaton that get a row. Those
+// that do are the states one and two bytes deep, where a scan of text
+// spends most of its steps (each byte of a word starts or continues a
+// literal's prefix, then falls back). The CRS's largest union has 67
+// states one byte deep and 375 two bytes deep.
+const maxDenseRows = 512
+
+// densify gives the states one and two bytes deep (a prefix of the
+// breadth-first order, at most maxDenseRows) their rows. Bytes that lower-case to the same byte, and
+// those no transition reads, fall in one class each.
+func (a *acTable) densify() {
+	var read [256]bool // by lower-cased byte
+	for _, e := range a.edges {
+		read[byte(e)] = true
+	}
+	for c := range 256 {
+		if a.root[c] != 0 {
+			read[asciiLower(byte(c))] = true
+		}
+	}
+	// rep holds a byte of each class; class 0 is the bytes nothing reads.
+	var rep []byte
+	for c := range 256 {
+		if !read[asciiLower(byte(c))] {
+			rep = append(rep, byte(c))
+			break
+		}
+	}
+	if len(rep) == 0 || len(a.fail) < 2 {
+		return
+	}
+	for c := range 256 {
+		if read[c] {
+			a.class[c] = uint8(len(rep))
+			rep = append(rep, byte(c))
+		}
+	}
+	for c := range 256 {
+		a.class[c] = a.class[asciiLower(byte(c))]
+	}
+	// The states one and two bytes deep: breadth first, a prefix.
+	depth := make([]uint8, len(a.fail))
+	n := uint32(0)
+	for st := 1; st < len(a.fail); st++ {
+		if depth[st] == 0 {
+			depth[st] = 1
+		}
+		if depth[st] > 2 || st > maxDenseRows {
+			break
+		}
+		n = uint32(st)
+		for _, e := range a.edges[a.first[st]:a.first[st+1]] {
+			if t := e >> 8; int(t) < len(depth) {
+				depth[t] = depth[st] + 1
+			}
+		}
+	}
+	k := uint32(len(rep))
+	rows := make([]uint32, int(n*k))
+	for s := uint32(1); s <= n; s++ {
+		for cl, b := range rep {
+			rows[(s-1)*k+uint32(cl)] = a.next(s, b)
+		}
+	}
+	a.rows, a.classes, a.dense = rows, k, n
 }
 
 // next is the state after byte c in state st (not 0).
 func (a *acTable) next(st uint32, c byte) uint32 {
+	if st <= a.dense {
+		return a.rows[(st-1)*a.classes+uint32(a.class[c])]
+	}
 	lc := uint32(asciiLower(c))
 	for st != 0 {
+		if st <= a.dense {
+			return a.rows[(st-1)*a.classes+uint32(a.class[c])]
+		}
 		for _, e := range a.edges[a.first[st]:a.first[st+1]] {
 			if e&0xff == lc {
 				return e >> 8

@@ -137,6 +137,7 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 			u.root[c] = id[k]
 		}
 	}
+	u.densify()
 	return u
 }
 

@@ -133,3 +133,58 @@ func FuzzUnion(f *testing.F) {
 		}
 	})
 }
+
+// TestACTable_rows: the rows of the shallow states say, for every byte,
+// what the transitions and failure links say; an automaton that reads
+// every byte has none, and answers as before.
+func TestACTable_rows(t *testing.T) {
+	sparse := func(a *acTable) *acTable {
+		b := *a
+		b.dense, b.rows = 0, nil
+		return &b
+	}
+	check := func(name string, a *acTable) {
+		t.Helper()
+		if a.dense == 0 {
+			t.Fatalf("%s: no rows", name)
+		}
+		s := sparse(a)
+		for st := uint32(1); st <= a.dense; st++ {
+			for c := range 256 {
+				if got, want := a.next(st, byte(c)), s.next(st, byte(c)); got != want {
+					t.Fatalf("%s: state %d byte %#x: row %d, transitions %d", name, st, c, got, want)
+				}
+			}
+		}
+		if int(a.dense) < len(a.fail)-1 {
+			// A state past the rows falls back onto them.
+			for c := range 256 {
+				st := uint32(len(a.fail) - 1)
+				if got, want := a.next(st, byte(c)), s.next(st, byte(c)); got != want {
+					t.Fatalf("%s: last state byte %#x: %d, want %d", name, c, got, want)
+				}
+			}
+		}
+	}
+	u := NewUnion(crsFiltered(t))
+	check("CRS union", &u.acTable)
+	if int(u.dense) >= len(u.fail)-1 || u.dense > maxDenseRows {
+		t.Errorf("CRS union: %d of %d states have rows, want the shallow ones only", u.dense, len(u.fail)-1)
+	}
+	pats := []string{"select", "union", "sleep(", "<script", "Select", "SEL", "a", "zz\x00\xff"}
+	check("pm set", &newPMSet(pats, nil).acTable)
+
+	var every []string
+	for c := range 256 {
+		every = append(every, string([]byte{byte(c), 'q'}))
+	}
+	all := newPMSet(every, nil)
+	if all.dense != 0 {
+		t.Errorf("an automaton that reads every byte: %d rows", all.dense)
+	}
+	for v, want := range map[string]bool{"xq": true, "\xffq": true, "AQ": true, "q": false, "abc": false} {
+		if got := all.match(v); got != want {
+			t.Errorf("%q: match %v, want %v", v, got, want)
+		}
+	}
+}
