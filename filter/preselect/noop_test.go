@@ -104,8 +104,16 @@ func TestAdditionsOfZero(t *testing.T) {
 
 	// Without a prelude (a rule reads MATCHED_VAR before it matches),
 	// every addition matches as in Coraza.
-	rules := zeroRules + `SecRule MATCHED_VAR "@streq x" "id:40,phase:2,pass,nolog"` + "\n"
-	with, ix, without, _ = withAndWithout(t, rules)
+	sameWithoutPrelude(t, zeroRules)
+}
+
+// sameWithoutPrelude adds to rules one that reads MATCHED_VAR before it
+// matches, which leaves the rule set without a prelude, and checks that a
+// request then decides, matches and writes TX as in Coraza.
+func sameWithoutPrelude(t *testing.T, rules string) {
+	t.Helper()
+	rules += `SecRule MATCHED_VAR "@streq x" "id:90,phase:2,pass,nolog"` + "\n"
+	with, ix, without, _ := withAndWithout(t, rules)
 	if ix.prelude != nil {
 		t.Fatal("a prelude despite the MATCHED_VAR rule")
 	}

@@ -88,13 +88,5 @@ func TestSetters(t *testing.T) {
 	}
 
 	// Without a prelude every setter is evaluated.
-	rules := setterRules + `SecRule MATCHED_VAR "@streq x" "id:50,phase:2,pass,nolog"` + "\n"
-	with, ix, without, _ = withAndWithout(t, rules)
-	if ix.prelude != nil {
-		t.Fatal("a prelude despite the MATCHED_VAR rule")
-	}
-	a, b := runPrelude(t, with, ix, "a=1", nil), runPrelude(t, without, nil, "a=1", nil)
-	if a.status != b.status || a.tx != b.tx || !slices.Equal(a.matched, b.matched) {
-		t.Errorf("without a prelude: with the preselection %+v, without %+v", a, b)
-	}
+	sameWithoutPrelude(t, setterRules)
 }
