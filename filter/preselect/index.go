@@ -158,10 +158,11 @@ func (b *Builder) position() int {
 }
 
 // parsedRule is a rule text as this package reads it: a SecRule
-// (secRule set, ruleText filled) or a SecAction (its actions only).
+// (secRule set, ruleText filled) or a SecAction (secAction set, its
+// actions only).
 type parsedRule struct {
 	ruleText
-	secRule bool
+	secRule, secAction bool
 }
 
 // parseRule reads a SecRule or SecAction text; anything else has no
@@ -174,7 +175,7 @@ func parseRule(raw string) parsedRule {
 	if !strings.EqualFold(dir, "secaction") {
 		return parsedRule{}
 	}
-	return parsedRule{ruleText: ruleText{actions: parseActions(strings.Trim(strings.TrimSpace(a), `"`))}}
+	return parsedRule{ruleText: ruleText{actions: parseActions(strings.Trim(strings.TrimSpace(a), `"`))}, secAction: true}
 }
 
 func hasAction(acts []action, name string) bool {

@@ -105,8 +105,7 @@ func constantRule(r observed, facts directiveFacts) bool {
 		}
 	}
 	if !p.secRule {
-		// parseRule fills actions for a SecAction only.
-		return strings.EqualFold(firstField(strings.TrimSpace(r.raw)), "secaction")
+		return p.secAction
 	}
 	if len(p.targets) == 0 || !fastpath.Owns(p.opName) {
 		return false

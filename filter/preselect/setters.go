@@ -1,6 +1,7 @@
 package preselect
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -39,8 +40,7 @@ import (
 // above) writes; ok is false for any other rule.
 func setterOf(r observed) (keys, values []string, ok bool) {
 	p := r.parsed
-	if p.secRule || r.id == 0 || !strings.EqualFold(firstField(strings.TrimSpace(r.raw)), "secaction") ||
-		!hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
+	if !p.secAction || r.id == 0 || !hasAction(p.actions, "nolog") || !hasAction(p.actions, "pass") {
 		return nil, nil, false
 	}
 	for _, a := range p.actions {
@@ -54,10 +54,8 @@ func setterOf(r observed) (keys, values []string, ok bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		for _, seen := range keys {
-			if seen == k {
-				return nil, nil, false
-			}
+		if slices.Contains(keys, k) {
+			return nil, nil, false
 		}
 		keys, values = append(keys, k), append(values, v)
 	}
@@ -69,10 +67,9 @@ func setterOf(r observed) (keys, values []string, ok bool) {
 // (Coraza's arithmetic), not empty (Coraza writes an empty value its own
 // way). key is in lower case.
 func literalSetvar(s string) (key, value string, ok bool) {
-	s = strings.Trim(s, `'"`)
-	k, value, found := strings.Cut(s, "=")
-	col, key, dot := strings.Cut(k, ".")
-	if !found || !dot || !strings.EqualFold(col, "tx") || !plainKey(key) || value == "" ||
+	k, value, found := strings.Cut(strings.Trim(s, `'"`), "=")
+	key, tx := cutFold(k, "tx.")
+	if !found || !tx || !plainKey(key) || value == "" ||
 		value[0] == '+' || value[0] == '-' || strings.Contains(value, "%{") {
 		return "", "", false
 	}

@@ -67,15 +67,13 @@ var captureKeys = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 // writesOf returns what one rule (a SecRule or a SecAction, without its
 // chain) may write in TX. Text this package cannot read may write
 // anything.
-func writesOf(p parsedRule, raw string) txWrites {
+func writesOf(p parsedRule) txWrites {
 	var w txWrites
 	switch {
 	case p.secRule && p.opName == "rbl":
 		w.keys = append(w.keys, "httpbl_msg")
-	case !p.secRule:
-		if dir, _, _ := strings.Cut(strings.TrimSpace(raw), " "); !strings.EqualFold(dir, "secaction") {
-			return txWrites{any: true}
-		}
+	case !p.secRule && !p.secAction:
+		return txWrites{any: true}
 	}
 	w.add(actionWrites(p.actions))
 	return w
@@ -205,7 +203,7 @@ func chainWrites(texts []string) map[string]*ruleChain {
 				continue
 			}
 			p := parseRule(line)
-			w := writesOf(p, line)
+			w := writesOf(p)
 			chained := hasAction(p.actions, "chain")
 			if open != nil {
 				// A rule that follows an open chain is appended to it
