@@ -313,8 +313,9 @@ type acTable struct {
 const maxDenseRows = 512
 
 // densify gives the states one and two bytes deep (a prefix of the
-// breadth-first order, at most maxDenseRows) their rows. Bytes that lower-case to the same byte, and
-// those no transition reads, fall in one class each.
+// breadth-first order, at most maxDenseRows) their rows. Bytes that
+// lower-case to the same byte, and those no transition reads, fall in one
+// class each.
 func (a *acTable) densify() {
 	var read [256]bool // by lower-cased byte
 	for _, e := range a.edges {
@@ -374,9 +375,6 @@ func (a *acTable) densify() {
 
 // next is the state after byte c in state st (not 0).
 func (a *acTable) next(st uint32, c byte) uint32 {
-	if st <= a.dense {
-		return a.rows[(st-1)*a.classes+uint32(a.class[c])]
-	}
 	lc := uint32(asciiLower(c))
 	for st != 0 {
 		if st <= a.dense {

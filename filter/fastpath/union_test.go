@@ -149,19 +149,12 @@ func TestACTable_rows(t *testing.T) {
 			t.Fatalf("%s: no rows", name)
 		}
 		s := sparse(a)
-		for st := uint32(1); st <= a.dense; st++ {
+		// Every state: those with rows, and those past them, which
+		// fall back onto them.
+		for st := uint32(1); st < uint32(len(a.fail)); st++ {
 			for c := range 256 {
 				if got, want := a.next(st, byte(c)), s.next(st, byte(c)); got != want {
-					t.Fatalf("%s: state %d byte %#x: row %d, transitions %d", name, st, c, got, want)
-				}
-			}
-		}
-		if int(a.dense) < len(a.fail)-1 {
-			// A state past the rows falls back onto them.
-			for c := range 256 {
-				st := uint32(len(a.fail) - 1)
-				if got, want := a.next(st, byte(c)), s.next(st, byte(c)); got != want {
-					t.Fatalf("%s: last state byte %#x: %d, want %d", name, c, got, want)
+					t.Fatalf("%s: state %d (rows up to %d) byte %#x: %d, transitions %d", name, st, a.dense, c, got, want)
 				}
 			}
 		}
@@ -173,6 +166,25 @@ func TestACTable_rows(t *testing.T) {
 	}
 	pats := []string{"select", "union", "sleep(", "<script", "Select", "SEL", "a", "zz\x00\xff"}
 	check("pm set", &newPMSet(pats, nil).acTable)
+
+	// 26 states one byte deep and 676 two bytes deep: the rows stop at
+	// maxDenseRows, and the states past them fall back onto them.
+	var wide []string
+	for x := 'a'; x <= 'z'; x++ {
+		for y := 'a'; y <= 'z'; y++ {
+			wide = append(wide, string([]rune{x, y, '!'}))
+		}
+	}
+	w := newPMSet(wide, nil)
+	check("wide pm set", &w.acTable)
+	if w.dense != maxDenseRows {
+		t.Errorf("wide pm set: %d states with rows, want %d", w.dense, maxDenseRows)
+	}
+	for v, want := range map[string]bool{"zz!": true, "QZ!": true, "zz": false, "z!z": false} {
+		if got := w.match(v); got != want {
+			t.Errorf("wide pm set, %q: match %v, want %v", v, got, want)
+		}
+	}
 
 	var every []string
 	for c := range 256 {
