@@ -858,7 +858,17 @@ function front(vm, up, agent, req, res) {
     if (sentHeaders) {
       res.destroy();
     } else {
-      if (!req.complete) res.shouldKeepAlive = false;
+      if (!req.complete) {
+        res.shouldKeepAlive = false;
+        // Envoy closes such a connection after a delay (its
+        // delayed_close_timeout, 1 s): it half-closes and keeps reading
+        // what the client still sends, so that the client reads the reply
+        // rather than a reset of a write.
+        req.socket.destroySoon = function () {
+          this.end();
+          setTimeout(() => this.destroy(), 1000).unref();
+        };
+      }
       reply(res, st.out);
     }
     req.resume();
