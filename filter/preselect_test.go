@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/corazawaf/coraza/v3/experimental"
 )
 
 // matchedIDs returns the rule IDs of the warn log lines (one per logged
@@ -139,4 +141,54 @@ func diffExchange(r diffRequest, i int) exchange {
 		ex.headers = append(ex.headers, [2]string{"content-length", strconv.Itoa(len(r.body))})
 	}
 	return ex
+}
+
+// TestCompileWAF_leftOut: at paranoia level 1 the compile leaves out the
+// rules of the higher levels (preselect.PlanLeavingOut); at level 2 set
+// through a macro, which the planner cannot read ahead, the level 2 gates
+// do not jump, and the filter compiles the rule set again with every rule:
+// a request without User-Agent matches 920320 (level 2) there, as without
+// the preselection, and not at level 1.
+func TestCompileWAF_leftOut(t *testing.T) {
+	quietLogs(t)
+	macro := slices.Clone(crsDirectives)
+	macro = slices.Insert(macro, 3,
+		`SecAction "id:10001,phase:1,pass,nolog,setvar:tx.mylevel=2"`,
+		`SecAction "id:10002,phase:1,pass,nolog,setvar:tx.blocking_paranoia_level=%{tx.mylevel}"`)
+	type result struct {
+		rules   int
+		again   bool
+		matched bool
+	}
+	run := func(lines []string, on bool) result {
+		closeWAFs()
+		defer closeWAFs()
+		host, reset := startPluginWith(t, configJSON(map[string]any{
+			"directives_map":     map[string][]string{"rules": lines},
+			"default_directives": "rules",
+			"rule_preselection":  on,
+		}))
+		defer reset()
+		var r result
+		for _, waf := range wafCache {
+			if p, ok := waf.(preludeWAF); ok {
+				waf = p.WAF
+			}
+			r.rules = waf.(experimental.WAFWithRules).RulesCount()
+		}
+		r.again = hasLog(host.GetInfoLogs(), "", "compiling the rule set again")
+		req := benchRequest{Method: "GET", Path: "/", Headers: [][2]string{{"accept", "*/*"}}}
+		emulatorRequest(host, &req, requestHeaders(&req))
+		r.matched = slices.ContainsFunc(host.GetWarnLogs(), func(l string) bool { return strings.Contains(l, `[id "920320"]`) })
+		return r
+	}
+	level1, level1Off := run(crsDirectives, true), run(crsDirectives, false)
+	if level1.rules >= level1Off.rules-150 || level1.again || level1.matched || level1Off.matched {
+		t.Errorf("level 1: %+v with the preselection, %+v without; want 150 rules fewer, compiled once, 920320 silent", level1, level1Off)
+	}
+	level2, level2Off := run(macro, true), run(macro, false)
+	// The preselection's WAF holds its marker jumps too.
+	if level2.rules < level2Off.rules || !level2.again || !level2.matched || !level2Off.matched {
+		t.Errorf("level 2 by macro: %+v with the preselection, %+v without; want every rule, compiled again, 920320 matching", level2, level2Off)
+	}
 }

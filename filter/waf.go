@@ -100,27 +100,57 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 		wafCache[key] = waf
 		return waf, nil
 	}
+	waf, held, err := compilePreselected(cfg, compiled, true)
+	if err == nil && !held {
+		// A gate that rules were left out behind does not jump in every
+		// transaction: compile them too.
+		proxywasm.LogInfof("rule_preselection: a paranoia-level gate does not jump in every transaction; compiling the rule set again with the rules it guards")
+		first := waf
+		waf, _, err = compilePreselected(cfg, compiled, false)
+		closeWAF(first)
+	}
+	if err != nil {
+		return nil, err
+	}
+	wafCache[key] = waf
+	return waf, nil
+}
+
+// compilePreselected compiles the directives with the rule preselection;
+// with leaveOut, without the rules the paranoia-level gates jump over in
+// every transaction (preselect.PlanLeavingOut). held is false when a gate
+// that rules were left out behind turns out not to: the WAF is then not
+// the rule set's.
+func compilePreselected(cfg coraza.WAFConfig, compiled string, leaveOut bool) (waf coraza.WAF, held bool, err error) {
 	b := preselect.NewBuilder()
-	jumps := preselect.PlanJumps(compiled, rulesFS{})
+	var jumps *preselect.JumpPlan
+	if leaveOut {
+		jumps = preselect.PlanLeavingOut(compiled, rulesFS{})
+	} else {
+		jumps = preselect.PlanJumps(compiled, rulesFS{})
+	}
 	compiled = jumps.Directives(compiled)
 	b.Jumps(jumps.IDs(), jumps.ScreenedIDs())
 	b.AddText(compiled)
 	mentioned := mentionsResBodyProcessor(compiled)
 	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps, mentioned: &mentioned})
 	b.Begin()
-	waf, err := coraza.NewWAF(cfg.WithDirectives(compiled))
+	waf, err = coraza.NewWAF(cfg.WithDirectives(compiled))
 	b.End()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	counted, ok := waf.(experimental.WAFWithRules)
 	if !ok {
-		return nil, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
+		return nil, false, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
 	}
 	ix := b.Finish(counted.RulesCount())
 	// Without a prelude (err says why) every transaction evaluates the
 	// opening of phase 1 itself.
 	_, _ = ix.Snapshot(waf)
+	if gates := jumps.Gates(); len(gates) != 0 && !ix.AlwaysJumps(gates) {
+		return waf, false, nil
+	}
 	w := preludeWAF{WAF: waf, rawResponse: !mentioned}
 	if ix.NeedsStart() {
 		w.ix = ix
@@ -128,8 +158,18 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if w.ix != nil || w.rawResponse {
 		waf = w
 	}
-	wafCache[key] = waf
-	return waf, nil
+	return waf, true, nil
+}
+
+// closeWAF releases what Coraza keeps for waf beyond its life (its
+// compiled operators, shared by pattern with the other WAFs of the VM).
+func closeWAF(waf coraza.WAF) {
+	if p, ok := waf.(preludeWAF); ok {
+		waf = p.WAF
+	}
+	if c, ok := waf.(experimental.WAFCloser); ok {
+		_ = c.Close()
+	}
 }
 
 // preludeWAF starts each transaction past the rule set's prelude: the

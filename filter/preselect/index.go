@@ -537,6 +537,9 @@ func (rr runtimeRemovals) mayName(r observed) bool {
 // grouped by phase.
 type Index struct {
 	plans [types.PhaseLogging + 1]*phasePlan
+	// alwaysJumps are the gates the prelude found to jump in every
+	// transaction (Snapshot; AlwaysJumps).
+	alwaysJumps map[int]bool
 	// ctlTriggers are the operators that make a rule's target removals
 	// themselves (noop.go); Snapshot drops the prelude's rules from them.
 	ctlTriggers []*trigger

@@ -78,6 +78,12 @@ type JumpPlan struct {
 	// screened are the IDs of the screened jumps among ids
 	// (screenedjumps.go).
 	screened []int
+	// blank are the lines of each file that the rules left out of the
+	// compile take, leftOut their IDs and gates the gates they were left
+	// out behind (leftout.go).
+	blank   map[string]map[int]bool
+	leftOut []int
+	gates   []int
 }
 
 // IDs returns the rule IDs of the planned jumps.
@@ -105,21 +111,26 @@ func (p *JumpPlan) ReadFile(name string) (data []byte, ok bool) {
 }
 
 func (p *JumpPlan) apply(name, text string) string {
-	if p == nil || p.lines[name] == nil {
+	if p == nil || p.lines[name] == nil && p.blank[name] == nil {
 		return text
 	}
 	return string(p.splice(name, []byte(text)))
 }
 
-// splice returns data with each planned line replaced by its jump; a \r
-// at the end of a replaced line stays, so that CRLF line ends stay.
+// splice returns data with each planned line replaced by its jump, and
+// the lines of the rules left out blank; a \r at the end of a replaced
+// line stays, so that CRLF line ends stay.
 func (p *JumpPlan) splice(name string, data []byte) []byte {
-	jumps := p.lines[name]
+	jumps, blank := p.lines[name], p.blank[name]
 	out := make([]byte, 0, len(data)+len(jumps)*100)
 	for i := 0; len(data) != 0; i++ {
 		line, rest, found := bytes.Cut(data, []byte("\n"))
 		data = rest
-		if j, ok := jumps[i]; ok {
+		if blank[i] {
+			if bytes.HasSuffix(line, []byte("\r")) {
+				out = append(out, '\r')
+			}
+		} else if j, ok := jumps[i]; ok {
 			out = append(out, j...)
 			if bytes.HasSuffix(line, []byte("\r")) {
 				out = append(out, '\r')
@@ -140,9 +151,12 @@ type jitem struct {
 	kind  jkind
 	phase types.RulePhase // jRule
 	mark  string          // jMarker; jRule: the marker of its skipAfter
-	file  string          // jFree
+	file  string          // jFree, jRule
 	line  int             // jFree: the line's index in its text
 	id    int             // jRule
+	// first and last are, for a jRule, the indexes in its text of the
+	// rule's first line and of its chain's last one.
+	first, last int
 	// gate is, for a paranoia-level gate, the level N of
 	//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
 	// which jumps to mark below level N.
@@ -163,14 +177,18 @@ const (
 // jscan reads a rule set's texts in Coraza's order (internal/seclang,
 // Parser.parseString and FromFile).
 type jscan struct {
-	fsys      fs.FS
-	items     []jitem
-	reads     map[string]int
-	data      map[string][]byte // what each file held
-	ids       map[int]bool
-	chainOpen bool
-	depth     int
-	failed    bool
+	fsys  fs.FS
+	items []jitem
+	reads map[string]int
+	data  map[string][]byte // what each file held
+	ids   map[int]bool
+	dupID bool // an ID is given to two rules
+	// lineStarts are the offsets of each line of a file (jscan.tags).
+	lineStarts map[string][]int
+	lastRule   int // the index in items of the last top-level rule
+	chainOpen  bool
+	depth      int
+	failed     bool
 	// level is the highest paranoia level a setvar of the rule set
 	// writes as a number (1 when none does, the CRS's default).
 	level int
@@ -179,7 +197,14 @@ type jscan struct {
 // PlanJumps reads the directives, and the files they include from fsys,
 // and plans the jumps. It returns nil when there is nothing to gain or the
 // texts cannot be read as Coraza will read them.
-func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
+func PlanJumps(directives string, fsys fs.FS) *JumpPlan { return plan(directives, fsys, false) }
+
+// PlanLeavingOut is PlanJumps that also leaves out of the compile the
+// rules that the paranoia-level gates jump over in every transaction
+// (leftout.go).
+func PlanLeavingOut(directives string, fsys fs.FS) *JumpPlan { return plan(directives, fsys, true) }
+
+func plan(directives string, fsys fs.FS, leave bool) *JumpPlan {
 	s := &jscan{fsys: fsys, reads: map[string]int{}, data: map[string][]byte{}, ids: map[int]bool{}, level: 1}
 	s.text(directives, "", "")
 	if s.failed {
@@ -213,13 +238,17 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan {
 	for phase := types.PhaseRequestHeaders; phase <= types.PhaseResponseBody; phase++ {
 		s.placeScreened(p, used, gone[phase], taken[phase], phase)
 	}
-	if len(p.ids) == 0 {
+	if leave {
+		p.blank = map[string]map[int]bool{}
+		s.leaveOut(p, directives)
+	}
+	if len(p.ids) == 0 && len(p.leftOut) == 0 {
 		return nil
 	}
 	p.files = map[string][]byte{}
 	for f, data := range s.data {
 		if s.reads[f] == 1 {
-			if p.lines[f] != nil {
+			if p.lines[f] != nil || p.blank[f] != nil {
 				data = p.splice(f, data)
 			}
 			p.files[f] = data
@@ -322,8 +351,8 @@ func plainMark(m string) bool {
 // the planner keeps maxFree.
 func (s *jscan) text(data, file, dir string) {
 	free, last := 0, -2
-	eachLine(data, func(l string) bool {
-		s.directive(l, dir)
+	eachLineAt(data, func(l string, first, last int) bool {
+		s.directive(l, file, dir, first, last)
 		return !s.failed
 	}, func(i int) {
 		if i != last+1 {
@@ -339,9 +368,9 @@ func (s *jscan) text(data, file, dir string) {
 	})
 }
 
-// directive reads one directive: an Include is read in place, a rule or
-// marker becomes an item.
-func (s *jscan) directive(l, dir string) {
+// directive reads one directive of file, on its lines first to last: an
+// Include is read in place, a rule or marker becomes an item.
+func (s *jscan) directive(l, file, dir string, first, last int) {
 	name, opts, _ := strings.Cut(l, " ")
 	if len(opts) >= 3 && opts[0] == '"' && opts[len(opts)-1] == '"' {
 		opts = strings.Trim(opts, `"`)
@@ -370,6 +399,7 @@ func (s *jscan) directive(l, dir string) {
 			}
 		})
 		if child {
+			s.items[s.lastRule].last = last
 			return
 		}
 		actions = acts
@@ -385,6 +415,7 @@ func (s *jscan) directive(l, dir string) {
 		return
 	}
 	it.kind, it.phase = jRule, types.PhaseRequestBody
+	it.file, it.first, it.last = file, first, last
 	eachAction(actions, func(name, value string) {
 		switch {
 		case strings.EqualFold(name, "phase"):
@@ -395,6 +426,9 @@ func (s *jscan) directive(l, dir string) {
 			it.phase = ph
 		case strings.EqualFold(name, "id"):
 			if n, err := strconv.Atoi(strings.Trim(value, `'"`)); err == nil {
+				if s.ids[n] {
+					s.dupID = true
+				}
 				s.ids[n] = true
 				it.id = n
 			}
@@ -414,6 +448,7 @@ func (s *jscan) directive(l, dir string) {
 		it.gate = 0
 	}
 	it.barrier = it.gate == 0 && !screenable(parseRule(l))
+	s.lastRule = len(s.items)
 	s.items = append(s.items, it)
 }
 

@@ -38,11 +38,18 @@ func (r jumpFS) ReadFile(name string) ([]byte, error) {
 // PlanJumps plans (none with plan false).
 func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraza.WAF, *Index) {
 	t.Helper()
-	b := NewBuilder()
 	var p *JumpPlan
 	if plan {
 		p = PlanJumps(directives, fsys)
 	}
+	return compilePlanned(t, fsys, directives, p)
+}
+
+// compilePlanned compiles directives as the filter does, with the plan p
+// (nil: none).
+func compilePlanned(t testing.TB, fsys fs.FS, directives string, p *JumpPlan) (coraza.WAF, *Index) {
+	t.Helper()
+	b := NewBuilder()
 	directives = p.Directives(directives)
 	b.Jumps(p.IDs(), p.ScreenedIDs())
 	b.AddText(directives)

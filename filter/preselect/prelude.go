@@ -533,6 +533,7 @@ func (ix *Index) snapshot(waf coraza.WAF) (int, error) {
 		}
 	}
 	ix.preludeStates(removed, jumps)
+	ix.alwaysJumps = jumps
 	pre := &prelude{}
 	pre.ranges, pre.single, pre.removed = removals(p.ids, removed)
 	// FindAll reads a Go map: the keys are kept in one order.

@@ -133,8 +133,15 @@ func logicalLines(text string) []string {
 // returns false; and free, when not nil, with the index of each blank or
 // comment line outside a directive.
 func eachLine(text string, directive func(string) bool, free func(line int)) {
+	eachLineAt(text, func(d string, _, _ int) bool { return directive(d) }, free)
+}
+
+// eachLineAt is eachLine that also gives directive the indexes of the
+// first and the last line of the directive.
+func eachLineAt(text string, directive func(d string, first, last int) bool, free func(line int)) {
 	var buf []byte
 	inBackticks := false
+	first := -1
 	for i := 0; text != ""; i++ {
 		raw, rest, _ := strings.Cut(text, "\n")
 		text = rest
@@ -144,6 +151,9 @@ func eachLine(text string, directive func(string) bool, free func(line int)) {
 				free(i)
 			}
 			continue
+		}
+		if first < 0 {
+			first = i
 		}
 		if !inBackticks && line[len(line)-1] == '`' {
 			inBackticks = true
@@ -163,10 +173,11 @@ func eachLine(text string, directive func(string) bool, free func(line int)) {
 			buf = append(buf, line...)
 			d = unsafe.String(unsafe.SliceData(buf), len(buf))
 		}
-		if !directive(d) {
+		if !directive(d, first, i) {
 			return
 		}
 		buf = buf[:0]
+		first = -1
 	}
 }
 
