@@ -162,8 +162,9 @@ type jitem struct {
 	// which jumps to mark below level N.
 	gate int
 	// barrier: jRule, a rule the screen may not be able to judge, which
-	// ends a screened jump's reach (screenedjumps.go).
-	barrier bool
+	// ends a screened jump's reach (screenedjumps.go): unknown until
+	// jscan.barrier reads the rule.
+	barrier tristate
 }
 
 type jkind uint8
@@ -183,7 +184,9 @@ type jscan struct {
 	data  map[string][]byte // what each file held
 	ids   map[int]bool
 	dupID bool // an ID is given to two rules
-	// lineStarts are the offsets of each line of a file (jscan.tags).
+	// directives is the rule set's own text; lineStarts are the offsets
+	// of each line of a text (jscan.rule).
+	directives string
 	lineStarts map[string][]int
 	lastRule   int // the index in items of the last top-level rule
 	chainOpen  bool
@@ -205,7 +208,7 @@ func PlanJumps(directives string, fsys fs.FS) *JumpPlan { return plan(directives
 func PlanLeavingOut(directives string, fsys fs.FS) *JumpPlan { return plan(directives, fsys, true) }
 
 func plan(directives string, fsys fs.FS, leave bool) *JumpPlan {
-	s := &jscan{fsys: fsys, reads: map[string]int{}, data: map[string][]byte{}, ids: map[int]bool{}, level: 1}
+	s := &jscan{fsys: fsys, reads: map[string]int{}, data: map[string][]byte{}, ids: map[int]bool{}, level: 1, directives: directives}
 	s.text(directives, "", "")
 	if s.failed {
 		return nil
@@ -447,9 +450,62 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 	if it.mark == "" {
 		it.gate = 0
 	}
-	it.barrier = it.gate == 0 && !screenable(parseRule(l))
+	if it.gate != 0 {
+		it.barrier = no
+	}
 	s.lastRule = len(s.items)
 	s.items = append(s.items, it)
+}
+
+// tristate is a bool not known yet.
+type tristate uint8
+
+const (
+	unknown tristate = iota
+	yes
+	no
+)
+
+// barrier reports whether the rule items[k] is a barrier, reading it the
+// first time it is asked (most rules never are: those of the phases a
+// screened jump does not reach, those the prelude removes).
+func (s *jscan) barrier(k int) bool {
+	it := &s.items[k]
+	if it.barrier == unknown {
+		it.barrier = no
+		if !screenable(s.rule(*it)) {
+			it.barrier = yes
+		}
+	}
+	return it.barrier == yes
+}
+
+// rule reads the rule it again from its text.
+func (s *jscan) rule(it jitem) parsedRule {
+	data := s.directives
+	if it.file != "" {
+		b := s.data[it.file]
+		data = unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	starts := s.lineStarts[it.file]
+	if starts == nil {
+		starts = []int{0}
+		for i := 0; i < len(data); i++ {
+			if data[i] == '\n' {
+				starts = append(starts, i+1)
+			}
+		}
+		if s.lineStarts == nil {
+			s.lineStarts = map[string][]int{}
+		}
+		s.lineStarts[it.file] = starts
+	}
+	var p parsedRule
+	eachLine(data[starts[it.first]:], func(d string) bool {
+		p = parseRule(d)
+		return false
+	}, nil)
+	return p
 }
 
 // include reads an Included file, or each file a pattern matches, as

@@ -123,33 +123,14 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 	slices.Sort(p.leftOut)
 }
 
-// tags returns the tags of the rule it, read again from its file.
+// tags returns the tags of the rule it.
 func (s *jscan) tags(it jitem) []string {
-	b := s.data[it.file]
-	data := unsafe.String(unsafe.SliceData(b), len(b))
-	starts := s.lineStarts[it.file]
-	if starts == nil {
-		starts = []int{0}
-		for i := 0; i < len(data); i++ {
-			if data[i] == '\n' {
-				starts = append(starts, i+1)
-			}
-		}
-		if s.lineStarts == nil {
-			s.lineStarts = map[string][]int{}
-		}
-		s.lineStarts[it.file] = starts
-	}
-	data = data[starts[it.first]:]
 	var tags []string
-	eachLine(data, func(d string) bool {
-		for _, a := range parseRule(d).actions {
-			if a.name == "tag" {
-				tags = append(tags, strings.Clone(strings.Trim(a.value, `'"`)))
-			}
+	for _, a := range s.rule(it).actions {
+		if a.name == "tag" {
+			tags = append(tags, strings.Clone(strings.Trim(a.value, `'"`)))
 		}
-		return false
-	}, nil)
+	}
 	return tags
 }
 

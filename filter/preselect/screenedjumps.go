@@ -95,7 +95,7 @@ func (s *jscan) placeScreened(p *JumpPlan, used map[int]bool, gone, taken []bool
 		for j := k + 1; j < len(s.items); j++ {
 			x := s.items[j]
 			if x.kind == jRule && x.phase == phase && !gone[j] {
-				if x.barrier || x.mark != "" {
+				if x.mark != "" || s.barrier(j) {
 					break
 				}
 				rules++
