@@ -31,13 +31,16 @@ const (
 	// DefaultGCPercent is the collector's GOGC once the plugin has
 	// started: Go's own default.
 	DefaultGCPercent = 100
-	// StartGCPercent is the collector's GOGC while the rule sets compile.
-	// A VM's linear memory never shrinks, so it keeps the peak of its
-	// start for its whole life; collecting when the heap has grown by a
-	// fifth instead of doubling keeps that peak near the live heap (CRS:
-	// 35.5 -> about 28.5 MiB of linear memory after the start on wazero)
-	// for a few collections more during the start.
-	StartGCPercent = 20
+	// StartGCPercent is the collector's GOGC while the rule sets compile,
+	// whatever memory.gc_percent says. A VM's linear memory never
+	// shrinks, so it keeps the peak of its start for its whole life; but
+	// in wasm the collector marks on the thread that allocates, and at
+	// GOGC=20 the collections took 40% of a VM's start on V8. Since the
+	// rules the paranoia level leaves out are no longer compiled, the
+	// CRS's peak at Go's default is 28.5-29.5 MiB of linear memory (27.5
+	// at 60, 25 at 20), and a later VM starts in 0.31-0.35 s on V8
+	// instead of 0.65-0.73 s (docs/performance.md).
+	StartGCPercent = 100
 )
 
 // Bounds of the memory keys.
