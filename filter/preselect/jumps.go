@@ -482,6 +482,14 @@ func (s *jscan) barrier(k int) bool {
 
 // rule reads the rule it again from its text.
 func (s *jscan) rule(it jitem) parsedRule {
+	var p parsedRule
+	s.ruleText(it, func(d string) { p = parseRule(d) })
+	return p
+}
+
+// ruleText calls fn with the text of the rule it (without its chain),
+// valid only during the call.
+func (s *jscan) ruleText(it jitem, fn func(string)) {
 	data := s.directives
 	if it.file != "" {
 		b := s.data[it.file]
@@ -500,12 +508,10 @@ func (s *jscan) rule(it jitem) parsedRule {
 		}
 		s.lineStarts[it.file] = starts
 	}
-	var p parsedRule
 	eachLine(data[starts[it.first]:], func(d string) bool {
-		p = parseRule(d)
+		fn(d)
 		return false
 	}, nil)
-	return p
 }
 
 // include reads an Included file, or each file a pattern matches, as

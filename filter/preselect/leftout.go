@@ -126,11 +126,18 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 // tags returns the tags of the rule it.
 func (s *jscan) tags(it jitem) []string {
 	var tags []string
-	for _, a := range s.rule(it).actions {
-		if a.name == "tag" {
-			tags = append(tags, strings.Clone(strings.Trim(a.value, `'"`)))
+	s.ruleText(it, func(d string) {
+		_, _, actions, ok := splitSecRule(d)
+		if !ok {
+			_, actions, _ = strings.Cut(strings.TrimSpace(d), " ")
+			actions = strings.Trim(strings.TrimSpace(actions), `"`)
 		}
-	}
+		eachAction(actions, func(name, value string) {
+			if strings.EqualFold(name, "tag") {
+				tags = append(tags, strings.Clone(strings.Trim(value, `'"`)))
+			}
+		})
+	})
 	return tags
 }
 
