@@ -104,7 +104,6 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if err == nil && !held {
 		// A gate that rules were left out behind does not jump in every
 		// transaction: compile them too.
-		proxywasm.LogInfof("rule_preselection: a paranoia-level gate does not jump in every transaction; compiling the rule set again with the rules it guards")
 		first := waf
 		waf, _, err = compilePreselected(cfg, compiled, false)
 		closeWAF(first)

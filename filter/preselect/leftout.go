@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/corazawaf/coraza/v3/types"
 )
 
 // Rules left out of the compile.
@@ -37,7 +39,9 @@ import (
 //     SecRuleRemoveByTag names a tag of the gate;
 //   - no ctl a rule may run could remove the gate while leaving the rule
 //     (runtimeRemovals.mayRemoveKeeping): the rule would then run;
-//   - no two rules of the rule set share an ID (Coraza refuses that).
+//   - no two rules of the rule set share an ID (Coraza refuses that);
+//   - the rule set may have a prelude (openingLikely): without one, no
+//     gate is known to jump in every transaction.
 //
 // The gates stay. After the compile, Index.Snapshot finds which gates
 // jump in every transaction; compileWAF checks that each gate a rule was
@@ -62,7 +66,7 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 		texts = append(texts, unsafe.String(unsafe.SliceData(data), len(data)))
 	}
 	facts := scanDirectives(texts)
-	if facts.updateAll || facts.runtime.any {
+	if facts.updateAll || facts.runtime.any || !s.openingLikely(facts) {
 		return
 	}
 	named := slices.Concat(facts.updated, facts.targetsUpdated, facts.removedIDs)
@@ -121,6 +125,33 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 		}
 	}
 	slices.Sort(p.leftOut)
+}
+
+// openingLikely reports whether the rule set may have a prelude, without
+// which no gate is known to jump in every transaction (AlwaysJumps): its
+// rules of phase 1 must open with rules that Coraza may leave aside
+// (asideRule) up to the first constant one (constantRule). A rule set
+// whose first rules of phase 1 include another kind (one that may deny,
+// put before the CRS) has none, and the compile leaves nothing out rather
+// than compile the rule set a second time.
+func (s *jscan) openingLikely(facts directiveFacts) bool {
+	for _, it := range s.items {
+		if it.kind != jRule || it.phase != types.PhaseRequestHeaders {
+			continue
+		}
+		var r observed
+		s.ruleText(it, func(d string) {
+			r = observed{id: it.id, phase: it.phase, raw: strings.Clone(d)}
+		})
+		r.parsed = parseRule(r.raw)
+		switch {
+		case constantRule(r, facts):
+			return true
+		case !asideRule(r, facts):
+			return false
+		}
+	}
+	return false
 }
 
 // tags returns the tags of the rule it.

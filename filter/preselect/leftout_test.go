@@ -104,6 +104,10 @@ func TestPlanLeavingOut_kept(t *testing.T) {
 		{"the file is read twice", gatedDirectives("1", "Include sqli.conf"), gatedFS(), nil},
 		{"another marker before the gate's", gatedDirectives("1"), fstest.MapFS{"sqli.conf": {Data: []byte(
 			strings.Replace(gatedFile, "SecRule ARGS \"@contains drop\"", "SecMarker MID\nSecRule ARGS \"@contains drop\"", 1))}}, nil},
+		{"a rule that may deny before the setup", strings.Replace(gatedDirectives("1"), "SecAction",
+			`SecRule REQUEST_HEADERS:X "@streq y" "id:3,phase:1,deny,log"`+"\nSecAction", 1), gatedFS(), nil},
+		{"a rule Coraza leaves aside before the setup", strings.Replace(gatedDirectives("1"), "SecAction",
+			`SecRule REQUEST_HEADERS:Content-Type "@rx ^text/xml" "id:3,phase:1,pass,nolog,ctl:requestBodyProcessor=XML"`+"\nSecAction", 1), gatedFS(), all},
 		{"the rules in the directives themselves", "SecRuleEngine On\n" +
 			`SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"` + "\n" + gatedFile, nil, nil},
 	} {
