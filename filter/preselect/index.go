@@ -201,7 +201,11 @@ func (b *Builder) AddText(text string) {
 // number of rules the compiled WAF holds (experimental.WAFWithRules), used
 // to check the configuration-time removals it accounted for.
 func (b *Builder) Finish(rulesInWAF int) *Index {
-	writes := chainWrites(b.texts)
+	known := make(map[string]*parsedRule, len(b.rules))
+	for i := range b.rules {
+		known[b.rules[i].raw] = &b.rules[i].parsed
+	}
+	writes := chainWrites(b.texts, known)
 	for i := range b.rules {
 		if w := writes[b.rules[i].raw]; w != nil {
 			b.rules[i].writes = &w.txWrites

@@ -2,7 +2,9 @@ package preselect
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
@@ -168,7 +170,7 @@ SecRule ARGS "@rx a" "id:2,phase:2,pass"
 
 // TestChainWrites reads what each rule and its chain may write.
 func TestChainWrites(t *testing.T) {
-	w := chainWrites([]string{`
+	texts := []string{`
 SecRule ARGS "@rx a" "id:1,phase:1,pass,setvar:'tx.a=1',chain"
     SecRule ARGS "@rx b" "setvar:tx.B=+%{tx.c}"
 SecAction "id:2,phase:1,pass,setvar:!tx.gone,setvar:'tx.pre_%{MATCHED_VAR_NAME}=1'"
@@ -180,7 +182,18 @@ SecRule ARGS "@rbl x" "id:5,phase:1,pass"
 SecRule ARGS "@rx y" "id:6,phase:1,pass,myplugin:1"
 SecRule ARGS "@rx y" "id:7,phase:1,pass,chain"
 Include other.conf
-`})
+`}
+	w := chainWrites(texts, nil)
+	// The rules read already give the same answer.
+	known := map[string]*parsedRule{}
+	eachLine(texts[0], func(l string) bool {
+		p := parseRule(strings.Clone(l))
+		known[strings.Clone(l)] = &p
+		return true
+	}, nil)
+	if !reflect.DeepEqual(chainWrites(texts, known), w) {
+		t.Error("with the rules read already, chainWrites answers otherwise")
+	}
 	touches := func(raw, key string) bool {
 		e := w[raw]
 		if e == nil {

@@ -113,17 +113,6 @@ func actionWrites(acts []action) txWrites {
 	return w
 }
 
-// logicalLines splits a directive text into the lines Coraza's SecLang
-// parser evaluates one by one (see eachLine).
-func logicalLines(text string) []string {
-	var out []string
-	eachLine(text, func(l string) bool {
-		out = append(out, strings.Clone(l))
-		return true
-	}, nil)
-	return out
-}
-
 // eachLine reads a directive text the way Coraza's SecLang parser does
 // (internal/seclang/parser.go, parseString): each line trimmed, blank
 // lines and comments skipped (even inside a continued directive), a line
@@ -196,40 +185,46 @@ type ruleChain struct {
 // that rule and its chained rules may write in TX, and the texts of its
 // chained rules. A chained rule follows its starter in the same text, as
 // Coraza's parser requires. Two rules with the same text share one entry,
-// the union of both.
-func chainWrites(texts []string) map[string]*ruleChain {
+// the union of both. known holds rules read already, by their text (nil:
+// none): a text found there is not parsed again.
+func chainWrites(texts []string, known map[string]*parsedRule) map[string]*ruleChain {
 	out := map[string]*ruleChain{}
 	for _, text := range texts {
 		var open *ruleChain // the chain being read, nil when none
-		for _, line := range logicalLines(text) {
+		eachLine(text, func(line string) bool {
 			dir, _, _ := strings.Cut(line, " ")
-			d := strings.ToLower(dir)
-			if d == "include" && open != nil {
+			isRule := strings.EqualFold(dir, "secrule") || strings.EqualFold(dir, "secaction")
+			if strings.EqualFold(dir, "include") && open != nil {
 				// The chain may go on in the included file, which
 				// is read as its own text: what it writes is not
 				// known here.
 				open.any = true
 			}
-			if d != "secrule" && d != "secaction" {
-				continue
+			if !isRule {
+				return true
 			}
-			p := parseRule(line)
+			var p parsedRule
+			if k := known[line]; k != nil {
+				p = *k
+			} else {
+				p = parseRule(line)
+			}
 			w := writesOf(p)
 			chained := hasAction(p.actions, "chain")
 			if open != nil {
 				// A rule that follows an open chain is appended to it
 				// (a SecAction too).
 				open.add(w)
-				open.links = append(open.links, line)
+				open.links = append(open.links, strings.Clone(line))
 				if !chained {
 					open = nil
 				}
-				continue
+				return true
 			}
 			e := out[line]
 			if e == nil {
 				e = &ruleChain{}
-				out[line] = e
+				out[strings.Clone(line)] = e
 			} else {
 				e.shared = true
 			}
@@ -237,7 +232,8 @@ func chainWrites(texts []string) map[string]*ruleChain {
 			if chained {
 				open = e
 			}
-		}
+			return true
+		}, nil)
 		if open != nil {
 			open.any = true
 		}
