@@ -55,7 +55,7 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 		}
 	}
 	t := newTrie(size)
-	var ends [][]uint16 // per trie node, the operators whose literal ends there
+	ends := make([][]uint16, 0, size) // per trie node, the operators whose literal ends there
 	addEnd := func(n int32, op uint16) {
 		for int(n) >= len(ends) {
 			ends = append(ends, nil)
@@ -103,6 +103,7 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 	u.fail = make([]uint32, len(queue))
 	u.outOf = make([]uint32, len(queue))
 	u.sets = make([]uint64, u.words) // set 0, empty
+	u.edges = make([]uint32, 0, n-1) // one per node but the root
 	setID := map[string]uint32{"": 0}
 	set := make([]uint64, u.words)
 	for qi, m := range queue {
@@ -130,7 +131,6 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 		}
 	}
 	u.first[len(queue)] = uint32(len(u.edges))
-	u.edges = slices.Clip(u.edges)
 	u.sets = slices.Clip(u.sets)
 	for c := range 256 {
 		if k := rootKid[asciiLower(byte(c))]; k >= 0 {
