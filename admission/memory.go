@@ -38,7 +38,7 @@ const (
 	// GOGC=20 the collections took 40% of a VM's start on V8. Since the
 	// rules the paranoia level leaves out are no longer compiled, the
 	// CRS's peak at Go's default is 28.5-29.5 MiB of linear memory (27.5
-	// at 60, 25 at 20), and a later VM starts in 0.31-0.35 s on V8
+	// at 60, 25 at 20), and a later VM starts in 0.31-0.46 s on V8
 	// instead of 0.65-0.73 s (docs/performance.md).
 	StartGCPercent = 100
 )
