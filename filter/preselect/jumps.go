@@ -155,8 +155,11 @@ type jitem struct {
 	line  int             // jFree: the line's index in its text
 	id    int             // jRule
 	// first and last are, for a jRule, the indexes in its text of the
-	// rule's first line and of its chain's last one.
+	// rule's first line and of its chain's last one; split, that its
+	// chain goes on past an Include, so that its lines are not all in
+	// that text (it is never left out).
 	first, last int
+	split       bool
 	// gate is, for a paranoia-level gate, the level N of
 	//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
 	// which jumps to mark below level N.
@@ -382,6 +385,9 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 	var actions string
 	switch {
 	case strings.EqualFold(name, "include"):
+		if s.chainOpen {
+			s.items[s.lastRule].split = true
+		}
 		s.include(strings.Clone(opts), dir)
 		return
 	case strings.EqualFold(name, "secmarker"):
@@ -402,7 +408,7 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 			}
 		})
 		if child {
-			s.items[s.lastRule].last = last
+			s.chained(file, last)
 			return
 		}
 		actions = acts
@@ -412,7 +418,12 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 			}
 		}
 	case strings.EqualFold(name, "secaction"):
-		s.chainOpen = false
+		if s.chainOpen {
+			// Coraza appends it to the open chain.
+			s.chainOpen = false
+			s.chained(file, last)
+			return
+		}
 		actions = opts
 	default:
 		return
@@ -455,6 +466,16 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 	}
 	s.lastRule = len(s.items)
 	s.items = append(s.items, it)
+}
+
+// chained adds a chained rule of file, ending on line last, to the last
+// top-level rule.
+func (s *jscan) chained(file string, last int) {
+	r := &s.items[s.lastRule]
+	if r.file != file {
+		r.split = true
+	}
+	r.last = last
 }
 
 // tristate is a bool not known yet.

@@ -104,7 +104,7 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 			if facts.runtime.mayRemoveKeeping(gate, rule) {
 				break
 			}
-			if it.id != 0 && !inRanges(it.id, named) {
+			if it.id != 0 && !it.split && !inRanges(it.id, named) {
 				over = append(over, q)
 			}
 		}

@@ -75,6 +75,33 @@ func TestPlanLeavingOut(t *testing.T) {
 	}
 }
 
+// TestPlanLeavingOut_chains: a chain that ends in a SecAction (which
+// Coraza appends to it) is left out whole; one that goes on past an
+// Include, whose lines are not all in the file, stays.
+func TestPlanLeavingOut_chains(t *testing.T) {
+	file := strings.Replace(gatedFile, `"id:110,phase:1,deny,status:403,log,msg:'pl2 uri',tag:'crs'"`,
+		`"id:110,phase:1,deny,status:403,log,msg:'pl2 uri',tag:'crs',chain"`+"\n"+`    SecAction "setvar:tx.x=1"`, 1)
+	p := PlanLeavingOut(gatedDirectives("1"), fstest.MapFS{"sqli.conf": {Data: []byte(file)}})
+	if got, want := p.LeftOut(), []int{103, 104, 110, 111, 120}; !slices.Equal(got, want) {
+		t.Errorf("with a SecAction in a chain: left out %v, want %v", got, want)
+	}
+	data, _ := p.ReadFile("sqli.conf")
+	if strings.Contains(string(data), "tx.x=1") {
+		t.Errorf("the SecAction of the chain left out is still there:\n%s", data)
+	}
+
+	file = strings.Replace(gatedFile, `    SecRule ARGS "@contains from" "setvar:tx.score=+1"`, "Include from.conf", 1)
+	fsys := fstest.MapFS{"sqli.conf": {Data: []byte(file)}, "from.conf": {Data: []byte(`SecRule ARGS "@contains from" "setvar:tx.score=+1"`)}}
+	p = PlanLeavingOut(gatedDirectives("1"), fsys)
+	if got, want := p.LeftOut(), []int{103, 104, 110, 120}; !slices.Equal(got, want) {
+		t.Errorf("with a chain going on past an Include: left out %v, want %v", got, want)
+	}
+	data, _ = p.ReadFile("sqli.conf")
+	if !strings.Contains(string(data), "Include from.conf") || !strings.Contains(string(data), "id:111") {
+		t.Errorf("the chain going on past an Include was blanked:\n%s", data)
+	}
+}
+
 // TestPlanLeavingOut_kept: what keeps rules in.
 func TestPlanLeavingOut_kept(t *testing.T) {
 	all := []int{103, 104, 110, 111, 120}
