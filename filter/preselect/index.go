@@ -171,11 +171,21 @@ func parseRule(raw string) parsedRule {
 	if rt, ok := parseSecRule(raw); ok {
 		return parsedRule{ruleText: rt, secRule: true}
 	}
-	dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
-	if !strings.EqualFold(dir, "secaction") {
+	a, ok := secActionText(raw)
+	if !ok {
 		return parsedRule{}
 	}
-	return parsedRule{ruleText: ruleText{actions: parseActions(strings.Trim(strings.TrimSpace(a), `"`))}, secAction: true}
+	return parsedRule{ruleText: ruleText{actions: parseActions(a)}, secAction: true}
+}
+
+// secActionText returns the actions of a SecAction text, unquoted; ok is
+// false for any other directive.
+func secActionText(raw string) (actions string, ok bool) {
+	dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
+	if !strings.EqualFold(dir, "secaction") {
+		return "", false
+	}
+	return strings.Trim(strings.TrimSpace(a), `"`), true
 }
 
 func hasAction(acts []action, name string) bool {

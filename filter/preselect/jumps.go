@@ -165,9 +165,9 @@ type jitem struct {
 	// which jumps to mark below level N.
 	gate int
 	// barrier: jRule, a rule the screen may not be able to judge, which
-	// ends a screened jump's reach (screenedjumps.go): unknown until
-	// jscan.barrier reads the rule.
-	barrier tristate
+	// ends a screened jump's reach (screenedjumps.go); known once
+	// jscan.barrier has read the rule (a gate is none).
+	barrier, known bool
 }
 
 type jkind uint8
@@ -461,9 +461,7 @@ func (s *jscan) directive(l, file, dir string, first, last int) {
 	if it.mark == "" {
 		it.gate = 0
 	}
-	if it.gate != 0 {
-		it.barrier = no
-	}
+	it.known = it.gate != 0
 	s.lastRule = len(s.items)
 	s.items = append(s.items, it)
 }
@@ -478,27 +476,15 @@ func (s *jscan) chained(file string, last int) {
 	r.last = last
 }
 
-// tristate is a bool not known yet.
-type tristate uint8
-
-const (
-	unknown tristate = iota
-	yes
-	no
-)
-
 // barrier reports whether the rule items[k] is a barrier, reading it the
 // first time it is asked (most rules never are: those of the phases a
 // screened jump does not reach, those the prelude removes).
 func (s *jscan) barrier(k int) bool {
 	it := &s.items[k]
-	if it.barrier == unknown {
-		it.barrier = no
-		if !screenable(s.rule(*it)) {
-			it.barrier = yes
-		}
+	if !it.known {
+		it.barrier, it.known = !screenable(s.rule(*it)), true
 	}
-	return it.barrier == yes
+	return it.barrier
 }
 
 // rule reads the rule it again from its text.

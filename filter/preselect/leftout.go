@@ -160,8 +160,7 @@ func (s *jscan) tags(it jitem) []string {
 	s.ruleText(it, func(d string) {
 		_, _, actions, ok := splitSecRule(d)
 		if !ok {
-			_, actions, _ = strings.Cut(strings.TrimSpace(d), " ")
-			actions = strings.Trim(strings.TrimSpace(actions), `"`)
+			actions, _ = secActionText(d)
 		}
 		eachAction(actions, func(name, value string) {
 			if strings.EqualFold(name, "tag") {
