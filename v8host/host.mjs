@@ -856,6 +856,7 @@ function front(vm, up, agent, req, res) {
     abortUp();
     if (!st.ended) st.end();
     if (sentHeaders) {
+      flushHead(); // the client gets the headers, then the reset
       res.destroy();
     } else {
       if (!req.complete) {
@@ -945,13 +946,22 @@ function front(vm, up, agent, req, res) {
     }
     if (contentLength !== undefined) h.push("content-length", String(contentLength));
     res.writeHead(st.respStatus, h);
-    res.flushHeaders();
+    // The headers go out with the first body bytes, in one write; when
+    // none follow in this turn of the event loop (the upstream streams),
+    // on their own.
+    setImmediate(flushHead);
+  };
+  const flushHead = () => {
+    if (!res._headerSent && !res.destroyed) res.flushHeaders();
   };
   const respBody = (chunk, eos) => {
     if (done) return;
     const r = feedBody(true, chunk, eos, 500, "response_payload_too_large", "Internal Server Error");
     if (r === null) return;
     if (st.respHdrsOut && !sentHeaders) writeHeaders(eos && r.done ? r.released.reduce((n, b) => n + b.length, 0) : undefined);
+    // Corked: the headers, if still unsent, and the released chunks go
+    // out in one write.
+    res.cork();
     for (const b of r.released) if (b.length > 0) res.write(b);
     if (eos && r.done) {
       done = true;
@@ -960,6 +970,7 @@ function front(vm, up, agent, req, res) {
       st.end();
       res.end();
     }
+    res.uncork();
   };
   function onResponse(r) {
     ures = r;
