@@ -20,6 +20,8 @@
 // the total buffered so far, a 413 past the buffer limit.
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
+import { HTTPParser } from "node:_http_common";
 import readline from "node:readline";
 import { randomUUID, webcrypto } from "node:crypto";
 
@@ -803,11 +805,10 @@ function handle(req) {
 // VM, it adds only Node's own HTTP handling to what the plugin costs.
 // Ticks run at the period the plugin set, as Envoy's dispatcher runs them.
 function serve(vm, listen, upstream) {
-  const up = new URL(upstream);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const pool = new UpstreamPool(new URL(upstream));
   const colon = listen.lastIndexOf(":");
   const host = listen.slice(0, colon), port = Number(listen.slice(colon + 1));
-  const server = http.createServer((req, res) => front(vm, up, agent, req, res));
+  const server = http.createServer((req, res) => front(vm, pool, req, res));
   server.keepAliveTimeout = 90000;
   if (vm.tickMS > 0) setInterval(() => vm.tick(), vm.tickMS).unref();
   return new Promise((resolve, reject) => {
@@ -823,30 +824,49 @@ function headerPairs(raw) {
   return out;
 }
 
+// invalidHeader is what Node's HTTP client refuses in a header value.
+const invalidHeader = /[^\t\x20-\x7e\x80-\xff]/;
+const invalidToken = /[^^_`a-zA-Z\-0-9!#$%&'*+.|~]/;
+
 const hopHeaders = new Set(["connection", "keep-alive", "proxy-connection", "upgrade", "te"]);
 
 // front runs one request of the HTTP front as one stream.
-function front(vm, up, agent, req, res) {
-  const hasBody = Number(req.headers["content-length"] || 0) > 0 || req.headers["transfer-encoding"] !== undefined;
+function front(vm, pool, req, res) {
   // As Envoy's HCM hands them over: x-forwarded-proto and x-request-id
-  // added when missing (the wazero host's front does the same).
-  const reqHeaders = [[":method", req.method], [":path", req.url], [":authority", req.headers.host || ""], [":scheme", "http"], ...headerPairs(req.rawHeaders).filter(([k]) => k !== "host")];
-  if (req.headers["x-forwarded-proto"] === undefined) reqHeaders.push(["x-forwarded-proto", "http"]);
-  if (req.headers["x-request-id"] === undefined) reqHeaders.push(["x-request-id", randomUUID()]);
+  // added when missing (the wazero host's front does the same). One pass
+  // over the raw headers; Node's header object is never built.
+  const reqHeaders = [[":method", req.method], [":path", req.url], [":authority", ""], [":scheme", "http"]];
+  const raw = req.rawHeaders;
+  let authority, contentLength, chunkedIn = false, proto = false, requestID = false;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i].toLowerCase(), v = raw[i + 1];
+    if (k === "host") {
+      if (authority === undefined) authority = v;
+      continue;
+    }
+    if (k === "content-length") contentLength ??= v;
+    else if (k === "transfer-encoding") chunkedIn = true;
+    else if (k === "x-forwarded-proto") proto = true;
+    else if (k === "x-request-id") requestID = true;
+    reqHeaders.push([k, v]);
+  }
+  reqHeaders[2][1] = authority ?? "";
+  const hasBody = Number(contentLength || 0) > 0 || chunkedIn;
+  if (!proto) reqHeaders.push(["x-forwarded-proto", "http"]);
+  if (!requestID) reqHeaders.push(["x-request-id", randomUUID()]);
   const ex = {
     headers: reqHeaders,
     info: { source: `${req.socket.remoteAddress}:${req.socket.remotePort}`, destination: "127.0.0.1:8080", protocol: "HTTP/" + req.httpVersion },
   };
   const st = new Stream(vm, ex);
   vm.streams.set(st.id, st);
-  let ureq = null, ures = null, upDone = false, done = false, sentHeaders = false;
+  let ureq = null, upDone = false, done = false, sentHeaders = false;
   // abortUp cuts the upstream request off, as the router's reset does.
   const abortUp = () => {
     if (ureq !== null && !upDone) {
       upDone = true;
       ureq.destroy();
     }
-    if (ures !== null) ures.destroy();
   };
   // answer ends the stream with what st.out holds: a local reply, or a
   // reset once response headers went to the client.
@@ -889,23 +909,25 @@ function front(vm, up, agent, req, res) {
       req.resume();
     });
   };
+  // openUp sends the request head upstream, with the headers as the
+  // filter left them (the client's Host, no hop-by-hop ones; a header
+  // Node's client would refuse is left out), framed as Node's client
+  // frames it: the body as is with a content-length, else chunked.
   const openUp = () => {
     if (ureq !== null) return;
-    const headers = {};
+    let head = req.method + " " + req.url + " HTTP/1.1\r\nhost: " + reqHeaders[2][1] + "\r\n";
+    let length = false, chunked = false;
     for (const [k, v] of st.reqHdrs) {
-      if (k.startsWith(":") || hopHeaders.has(k)) continue;
-      if (headers[k] === undefined) headers[k] = v;
-      else headers[k] = [].concat(headers[k], v);
+      if (k.charCodeAt(0) === 58 || k === "host" || hopHeaders.has(k) || invalidToken.test(k) || invalidHeader.test(v)) continue;
+      if (k === "content-length") length = true;
+      else if (k === "transfer-encoding") chunked = true;
+      head += k + ": " + v + "\r\n";
     }
-    headers.host = ex.headers[2][1];
-    ureq = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers, agent }, onResponse);
-    ureq.on("error", () => {
-      if (done || upDone) return;
-      upDone = true;
-      // Envoy's router answers 503 when the upstream fails.
-      localReply(503, "upstream_reset_before_response_started{connection_failure}", "upstream connect error");
-    });
-    ureq.flushHeaders();
+    if (hasBody && !length && !chunked) {
+      head += "transfer-encoding: chunked\r\n";
+      chunked = true;
+    }
+    ureq = pool.request(head + "\r\n", chunked, req.method === "HEAD", upstreamEvents);
   };
   // feedBody hands one body chunk to the VM and returns what it released,
   // or null when the stream ended there: the VM failed, answered, or the
@@ -972,16 +994,39 @@ function front(vm, up, agent, req, res) {
     }
     res.uncork();
   };
-  function onResponse(r) {
-    ures = r;
-    if (done) {
-      r.destroy();
-      return;
+  // What the upstream connection reports: the response head, its body as
+  // it is read, its end, and a failure (before the response began, or
+  // cutting it off).
+  const upstreamEvents = {
+    response: onResponse,
+    body: (b) => respBody(b, false),
+    end: () => respBody(new Uint8Array(0), true),
+    failed: (beforeResponse) => {
+      if (done || upDone) return;
+      if (beforeResponse) {
+        upDone = true;
+        // Envoy's router answers 503 when the upstream fails.
+        localReply(503, "upstream_reset_before_response_started{connection_failure}", "upstream connect error");
+        return;
+      }
+      // The upstream went away mid-response: Envoy resets the stream.
+      upDone = true;
+      st.out.reset = true;
+      answer();
+    },
+  };
+  function onResponse(status, raw) {
+    if (done) return;
+    const rh = [[":status", String(status)], ...headerPairs(raw)];
+    let eos = status === 204 || status === 304 || req.method === "HEAD";
+    for (let i = 1; i < rh.length && !eos; i++) {
+      if (rh[i][0] === "content-length") {
+        eos = rh[i][1] === "0";
+        break;
+      }
     }
-    const rh = [[":status", String(r.statusCode)], ...headerPairs(r.rawHeaders)];
-    const eos = r.headers["content-length"] === "0" || r.statusCode === 204 || r.statusCode === 304 || req.method === "HEAD";
     st.respHdrs = rh;
-    st.respStatus = r.statusCode;
+    st.respStatus = status;
     const ha = st.invoke("proxy_on_response_headers", rh.length, eos ? 1 : 0);
     st.respHdrsOut = st.pendingReply === null && (ha === 0 || ha === 2);
     if (vm.failed) {
@@ -994,27 +1039,15 @@ function front(vm, up, agent, req, res) {
       answer();
       return;
     }
-    if (st.respHdrsOut) writeHeaders(eos ? 0 : undefined);
+    // A HEAD response keeps the length the upstream gave.
+    if (st.respHdrsOut) writeHeaders(eos && req.method !== "HEAD" ? 0 : undefined);
     if (eos) {
       done = upDone = true;
-      r.resume();
       st.end();
       res.end();
       return;
     }
-    if (!st.respHdrsOut && !vm.allowStopIteration) {
-      stuck();
-      return;
-    }
-    r.on("data", (c) => respBody(c, false));
-    r.on("end", () => respBody(new Uint8Array(0), true));
-    r.on("error", () => {});
-    r.on("close", () => {
-      // The upstream went away mid-response: Envoy resets the stream.
-      if (done || r.complete) return;
-      st.out.reset = true;
-      answer();
-    });
+    if (!st.respHdrsOut && !vm.allowStopIteration) stuck();
   }
 
   if (vm.failed) {
@@ -1061,6 +1094,127 @@ function front(vm, up, agent, req, res) {
     answer();
   });
   req.on("error", () => res.destroy());
+}
+
+// UpstreamPool is the front's client to its upstream: kept-alive
+// connections, the last released taken first, each with Node's HTTP
+// parser (llhttp) reading the responses. Node's http.Agent and
+// ClientRequest do the same with an object, listeners and a stream per
+// request; this does it with what a connection already holds.
+class UpstreamPool {
+  constructor(url) {
+    this.host = url.hostname;
+    this.port = Number(url.port || 80);
+    this.idle = [];
+  }
+  // request sends head (the request line and headers, latin1 as Node's
+  // client writes them) and returns the connection, which takes the body
+  // (write, end) and reports to events.
+  request(head, chunked, isHead, events) {
+    const c = this.idle.pop() ?? new UpstreamConn(this);
+    c.start(head, chunked, isHead, events);
+    return c;
+  }
+}
+
+const { kOnHeaders, kOnHeadersComplete, kOnBody, kOnMessageComplete, kOnMessageBegin } = HTTPParser;
+
+// UpstreamConn is one connection of an UpstreamPool, carrying one request
+// at a time.
+class UpstreamConn {
+  constructor(pool) {
+    this.pool = pool;
+    this.events = null; // the request in progress; null while idle
+    this.partial = [];
+    const p = (this.parser = new HTTPParser());
+    p.initialize(HTTPParser.RESPONSE, {}, 0, 0);
+    p[kOnMessageBegin] = () => {};
+    // Headers that came in several reads arrive in parts.
+    p[kOnHeaders] = (h) => {
+      for (const x of h) this.partial.push(x);
+    };
+    p[kOnHeadersComplete] = (_maj, _min, headers, _method, _url, status, _msg, _upgrade, keepAlive) => {
+      if (headers === undefined) {
+        headers = this.partial;
+        this.partial = [];
+      }
+      // An informational response (100 Continue) is skipped, as Node's
+      // client does.
+      if (status < 200 && status !== 101) {
+        this.info = true;
+        return 1;
+      }
+      this.started = true;
+      this.keepAlive = keepAlive;
+      this.events?.response(status, headers);
+      return this.isHead ? 1 : 0;
+    };
+    p[kOnBody] = (b) => this.events?.body(b);
+    p[kOnMessageComplete] = () => {
+      if (this.info) {
+        this.info = false;
+        return;
+      }
+      const ev = this.events;
+      if (ev === null) return;
+      this.events = null;
+      ev.end();
+      // Kept alive only when the request went out whole and the
+      // upstream keeps it; otherwise (a response before the request's
+      // end, or Connection: close) the connection is closed.
+      if (this.keepAlive && this.reqDone && !this.sock.destroyed) this.pool.idle.push(this);
+      else this.sock.destroy();
+    };
+    const s = (this.sock = net.connect({ host: pool.host, port: pool.port, noDelay: true }));
+    s.on("data", (d) => {
+      if (this.events === null) {
+        // Bytes on an idle connection: nothing to read them as.
+        s.destroy();
+        return;
+      }
+      if (p.execute(d) instanceof Error) s.destroy();
+    });
+    // A close-delimited body ends with the connection.
+    s.on("end", () => {
+      if (this.events !== null) p.finish();
+    });
+    s.on("error", () => {});
+    s.on("close", () => {
+      const i = this.pool.idle.indexOf(this);
+      if (i >= 0) this.pool.idle.splice(i, 1);
+      const ev = this.events;
+      this.events = null;
+      if (ev !== null) ev.failed(!this.started);
+      p.free();
+    });
+  }
+  start(head, chunked, isHead, events) {
+    this.events = events;
+    this.chunked = chunked;
+    this.isHead = isHead;
+    this.started = this.reqDone = this.info = false;
+    this.sock.write(head, "latin1");
+  }
+  write(b) {
+    if (!this.chunked) {
+      this.sock.write(b);
+      return;
+    }
+    this.sock.cork();
+    this.sock.write(b.length.toString(16) + "\r\n", "latin1");
+    this.sock.write(b);
+    this.sock.write("\r\n", "latin1");
+    this.sock.uncork();
+  }
+  end() {
+    this.reqDone = true;
+    if (this.chunked) this.sock.write("0\r\n\r\n", "latin1");
+  }
+  // destroy cuts the request off: the upstream sees the connection close.
+  destroy() {
+    this.events = null;
+    this.sock.destroy();
+  }
 }
 
 // reply writes what the client gets: the status, headers and body, or a

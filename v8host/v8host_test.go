@@ -149,3 +149,128 @@ func TestV8_serve(t *testing.T) {
 		t.Errorf("upstream x-request-id %q, x-forwarded-proto %q: want two distinct UUIDs and http", ids, protos)
 	}
 }
+
+// TestV8_serveUpstream: the front's client to the upstream frames and
+// reads what Node's would: a chunked request body, HEAD, 204, a
+// close-delimited body, a large streamed body, requests in turn over
+// kept-alive connections; an upstream that is down is Envoy's 503, one
+// that goes away mid-response a reset of the client's stream.
+func TestV8_serveUpstream(t *testing.T) {
+	e := startEngine(t)
+	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(oneRule)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	var conns atomic.Int32
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo":
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("x-te", strings.Join(r.TransferEncoding, ","))
+			w.Write(b)
+		case "/head":
+			w.Header().Set("content-length", "5")
+		case "/nocontent":
+			w.WriteHeader(204)
+		case "/close":
+			// No length: the body ends with the connection.
+			hj, _ := w.(http.Hijacker)
+			c, buf, _ := hj.Hijack()
+			buf.WriteString("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end")
+			buf.Flush()
+			c.Close()
+		case "/big":
+			for i := 0; i < len(big); i += 1 << 14 {
+				w.Write([]byte(big[i : i+1<<14]))
+			}
+		case "/cut":
+			hj, _ := w.(http.Hijacker)
+			c, buf, _ := hj.Hijack()
+			buf.WriteString("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")
+			buf.Flush()
+			c.Close()
+		default:
+			io.WriteString(w, "ok")
+		}
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	serve := func(upstream string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if err := vm.Serve(addr, upstream); err != nil {
+			t.Fatal(err)
+		}
+		return "http://" + addr
+	}
+	base := serve(up.URL)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	do := func(method, path string, body io.Reader) (*http.Response, string, error) {
+		req, _ := http.NewRequest(method, base+path, body)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b), err
+	}
+	for i := 0; i < 20; i++ {
+		if resp, b, err := do("GET", "/", nil); err != nil || resp.StatusCode != 200 || b != "ok" {
+			t.Fatalf("GET %d: %v %q %v", i, resp, b, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("20 GETs one at a time took %d upstream connections, want 1", n)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, "a chunked ")
+		io.WriteString(pw, "body")
+		pw.Close()
+	}()
+	if resp, b, err := do("POST", "/echo", pr); err != nil || resp.StatusCode != 200 || b != "a chunked body" || resp.Header.Get("x-te") != "chunked" {
+		t.Errorf("chunked POST: %v %q %v", resp, b, err)
+	}
+	if resp, b, err := do("POST", "/echo", strings.NewReader("sized")); err != nil || b != "sized" || resp.Header.Get("x-te") != "" {
+		t.Errorf("POST with a length: %v %q %v", resp, b, err)
+	}
+	if resp, b, err := do("HEAD", "/head", nil); err != nil || resp.StatusCode != 200 || b != "" || resp.ContentLength != 5 {
+		t.Errorf("HEAD: %v %q %v", resp, b, err)
+	}
+	if resp, b, err := do("GET", "/nocontent", nil); err != nil || resp.StatusCode != 204 || b != "" {
+		t.Errorf("204: %v %q %v", resp, b, err)
+	}
+	if resp, b, err := do("GET", "/close", nil); err != nil || resp.StatusCode != 200 || b != "until the end" {
+		t.Errorf("close-delimited: %v %q %v", resp, b, err)
+	}
+	if resp, b, err := do("GET", "/big", nil); err != nil || resp.StatusCode != 200 || b != big {
+		t.Errorf("1 MiB streamed: %v, %d bytes, %v", resp, len(b), err)
+	}
+	if _, _, err := do("GET", "/cut", nil); err == nil {
+		t.Errorf("an upstream gone mid-response: no error, want the stream reset")
+	}
+	if resp, b, err := do("GET", "/", nil); err != nil || b != "ok" {
+		t.Errorf("GET after the others: %v %q %v", resp, b, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	base = serve(down)
+	if resp, b, err := do("GET", "/", nil); err != nil || resp.StatusCode != 503 || b != "upstream connect error" {
+		t.Errorf("upstream down: %v %q %v, want 503", resp, b, err)
+	}
+}
