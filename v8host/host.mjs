@@ -969,9 +969,9 @@ function front(vm, pool, req, res) {
     if (contentLength !== undefined) h.push("content-length", String(contentLength));
     res.writeHead(st.respStatus, h);
     // The headers go out with the first body bytes, in one write; when
-    // none follow in this turn of the event loop (the upstream streams),
-    // on their own.
-    setImmediate(flushHead);
+    // none came in the same read from the upstream (it streams), on
+    // their own once that read is handled.
+    queueMicrotask(flushHead);
   };
   const flushHead = () => {
     if (!res._headerSent && !res.destroyed) res.flushHeaders();
