@@ -88,7 +88,9 @@ type Engine struct {
 	closed bool
 }
 
-// Start starts Node with the host and compiles the module.
+// Start starts Node with the host and compiles the module. The host is
+// host.mjs beside this file, or the script $WAFGUARD_V8HOST names (another
+// version of it, to measure against).
 func Start(opts Options) (*Engine, error) {
 	node, err := NodePath()
 	if err != nil {
@@ -102,7 +104,11 @@ func Start(opts Options) (*Engine, error) {
 	if limit <= 0 {
 		limit = 1 << 20
 	}
-	args := append(append([]string(nil), NodeFlags...), filepath.Join(dir, "host.mjs"), opts.Wasm, strconv.Itoa(limit))
+	script := filepath.Join(dir, "host.mjs")
+	if p := os.Getenv("WAFGUARD_V8HOST"); p != "" {
+		script = p // another version of the host, to compare
+	}
+	args := append(append([]string(nil), NodeFlags...), script, opts.Wasm, strconv.Itoa(limit))
 	cmd := exec.Command(node, args...)
 	cmd.Stderr = opts.Stderr
 	stdin, err := cmd.StdinPipe()
