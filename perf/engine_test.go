@@ -25,11 +25,21 @@ type engineVM interface {
 
 func startEngineVM(tb testing.TB) engineVM {
 	tb.Helper()
+	return startEngineVMOf(tb, plugintest.Path())
+}
+
+// startEngineVMOf is startEngineVM with the module at path.
+func startEngineVMOf(tb testing.TB, path string) engineVM {
+	tb.Helper()
 	switch e := os.Getenv("WAFGUARD_ENGINE"); e {
 	case "", "wazero":
-		return wazeroVM{startVM(tb, context.Background(), "")}
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			plugintest.Missing(tb, "the plugin: %v", err)
+		}
+		return wazeroVM{startVMOf(tb, context.Background(), "", wasm)}
 	case "v8":
-		return startV8VM(tb)
+		return startV8VM(tb, path)
 	default:
 		tb.Fatalf("WAFGUARD_ENGINE=%q: want wazero or v8", e)
 		return nil
@@ -49,10 +59,12 @@ type v8VM struct {
 	vm *v8host.VM
 }
 
-func startV8VM(tb testing.TB) v8VM {
+func startV8VM(tb testing.TB, path string) v8VM {
 	tb.Helper()
-	plugintest.Read(tb)
-	e, err := v8host.Start(v8host.Options{Wasm: plugintest.Path(), Stderr: os.Stderr})
+	if _, err := os.Stat(path); err != nil {
+		plugintest.Missing(tb, "the plugin: %v", err)
+	}
+	e, err := v8host.Start(v8host.Options{Wasm: path, Stderr: os.Stderr})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -79,7 +79,13 @@ func guestEnv() [][2]string {
 // listeners) and starts one VM with the CRS.
 func startVM(tb testing.TB, ctx context.Context, cacheDir string) *wasmhost.VM {
 	tb.Helper()
-	m, err := wasmhost.Compile(ctx, plugintest.Read(tb), wasmhost.Options{Concurrency: 1, CacheDir: cacheDir})
+	return startVMOf(tb, ctx, cacheDir, plugintest.Read(tb))
+}
+
+// startVMOf is startVM with the module given.
+func startVMOf(tb testing.TB, ctx context.Context, cacheDir string, wasm []byte) *wasmhost.VM {
+	tb.Helper()
+	m, err := wasmhost.Compile(ctx, wasm, wasmhost.Options{Concurrency: 1, CacheDir: cacheDir})
 	if err != nil {
 		tb.Fatal(err)
 	}
