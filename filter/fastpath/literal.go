@@ -27,6 +27,12 @@ const (
 // newLiteralFilter returns the filter of re, or nil when no literal is
 // required (e.g. the pattern can match the empty string).
 func newLiteralFilter(re *syntax.Regexp) *literalFilter {
+	return literalFilterOf(filterLiterals(re))
+}
+
+// filterLiterals returns the literals of re's filter, distinct and sorted,
+// or nil when re has no usable literal.
+func filterLiterals(re *syntax.Regexp) []string {
 	set, ok := required(re)
 	if !ok || len(set) == 0 || len(set) > maxLiterals {
 		return nil
@@ -43,6 +49,15 @@ func newLiteralFilter(re *syntax.Regexp) *literalFilter {
 		}
 	}
 	sort.Strings(lits)
+	return lits
+}
+
+// literalFilterOf returns the filter of lits (distinct and sorted, which
+// it keeps and never changes), or nil when there are none.
+func literalFilterOf(lits []string) *literalFilter {
+	if len(lits) == 0 {
+		return nil
+	}
 	f := &literalFilter{lits: lits}
 	i := 0
 	for c := 0; c < 256; c++ {

@@ -53,7 +53,13 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	if needsByteRegexp(expr) {
 		return newByteRx(opts)
 	}
+	if rxObserver != nil {
+		rxObserver(opts.Arguments)
+	}
 	v, err := memoize(opts.Memoizer, "wafguard:rx:"+expr, func() (any, error) {
+		if lits, ok := knownLiterals(expr); ok {
+			return &compiledRx{expr: expr, filter: literalFilterOf(lits), dfa: newLazyDFA(expr)}, nil
+		}
 		parsed, err := syntax.Parse(expr, syntax.Perl)
 		if err != nil {
 			// The error regexp.Compile gives, which starts the same.
