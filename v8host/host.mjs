@@ -1118,6 +1118,7 @@ class UpstreamPool {
 }
 
 const { kOnHeaders, kOnHeadersComplete, kOnBody, kOnMessageComplete, kOnMessageBegin } = HTTPParser;
+const upstreamReadBuffer = Buffer.allocUnsafe(64 << 10);
 
 // UpstreamConn is one connection of an UpstreamPool, carrying one request
 // at a time.
@@ -1165,15 +1166,27 @@ class UpstreamConn {
       if (this.keepAlive && this.reqDone && !this.sock.destroyed) this.pool.idle.push(this);
       else this.sock.destroy();
     };
-    const s = (this.sock = net.connect({ host: pool.host, port: pool.port, noDelay: true }));
-    s.on("data", (d) => {
-      if (this.events === null) {
-        // Bytes on an idle connection: nothing to read them as.
-        s.destroy();
-        return;
-      }
-      if (p.execute(d) instanceof Error) s.destroy();
-    });
+    // Reads land in one buffer shared by the pool's connections (the
+    // parser copies what it keeps), without a stream in between.
+    const s = (this.sock = net.connect({
+      host: pool.host,
+      port: pool.port,
+      noDelay: true,
+      onread: {
+        buffer: upstreamReadBuffer,
+        callback: (n, buf) => {
+          if (this.events === null) {
+            // Bytes on an idle connection: nothing to read them as.
+            s.destroy();
+            return false;
+          }
+          if (p.execute(buf.subarray(0, n)) instanceof Error) {
+            s.destroy();
+            return false;
+          }
+        },
+      },
+    }));
     // A close-delimited body ends with the connection.
     s.on("end", () => {
       if (this.events !== null) p.finish();
