@@ -153,11 +153,14 @@ func TestV8_serve(t *testing.T) {
 // TestV8_serveUpstream: the front's client to the upstream frames and
 // reads what Node's would: a chunked request body, HEAD, 204, a
 // close-delimited body, a large streamed body, requests in turn over
-// kept-alive connections; an upstream that is down is Envoy's 503, one
-// that goes away mid-response a reset of the client's stream.
+// kept-alive connections and several at once; an upstream that is down
+// is Envoy's 503, one that goes away mid-response a reset of the
+// client's stream.
 func TestV8_serveUpstream(t *testing.T) {
 	e := startEngine(t)
-	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(oneRule)})
+	// No admission cap: the clients at once are not turned away.
+	noCap := `{"directives_map": {"r": ["SecRuleEngine On"]}, "default_directives": "r"}`
+	vm, err := e.NewVM(PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(noCap)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +265,24 @@ func TestV8_serveUpstream(t *testing.T) {
 	}
 	if resp, b, err := do("GET", "/", nil); err != nil || b != "ok" {
 		t.Errorf("GET after the others: %v %q %v", resp, b, err)
+	}
+	// Concurrent streams, each on a connection of its own.
+	var wg sync.WaitGroup
+	var bad atomic.Int32
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if resp, b, err := do("POST", "/echo", strings.NewReader("sized")); err != nil || resp.StatusCode != 200 || b != "sized" {
+					bad.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := bad.Load(); n != 0 {
+		t.Errorf("16 clients at once: %d of 160 requests failed", n)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
