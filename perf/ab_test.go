@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wafguard/wafguard/internal/benchreq"
 	"github.com/wafguard/wafguard/internal/plugintest"
+	"github.com/wafguard/wafguard/v8host"
 )
 
 // BenchmarkWasm_ab compares two builds of the plugin on one engine in one
@@ -105,4 +107,61 @@ func envInt(tb testing.TB, name string, def int) int {
 // fieldsOf splits s at spaces and commas.
 func fieldsOf(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
+}
+
+// BenchmarkWasm_abStart compares the VM start of two builds on V8, as
+// BenchmarkWasm_ab compares their requests: one Node process per build,
+// each with its first VM started (TurboFan compiles what the start calls),
+// then $PERF_AB_STARTS (10) later VMs per build, alternately; it reports
+// each build's median and fastest later-VM start (A-later-s, B-min-s,
+// ...) and B's median over A's. Every VM stays up to the end, as Envoy's
+// workers do.
+//
+//	WAFGUARD_ENGINE=v8 WAFGUARD_WASM_B=/tmp/base.wasm go test ./perf -run '^$' -bench Wasm_abStart -benchtime 1x
+func BenchmarkWasm_abStart(b *testing.B) {
+	pathB := os.Getenv("WAFGUARD_WASM_B")
+	if pathB == "" || os.Getenv("WAFGUARD_ENGINE") != "v8" {
+		b.Skip("WAFGUARD_ENGINE=v8 and WAFGUARD_WASM_B (the second build) select this benchmark")
+	}
+	starts := envInt(b, "PERF_AB_STARTS", 10)
+	var engines [2]*v8host.Engine
+	cfg := v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
+	start := func(w int) float64 {
+		t0 := time.Now()
+		if _, err := engines[w].NewVM(cfg); err != nil {
+			b.Fatalf("build %c: %v", 'A'+w, err)
+		}
+		return time.Since(t0).Seconds()
+	}
+	for b.Loop() {
+		var first, later [2][]float64
+		// One engine after the other: the first VM's start is mostly
+		// V8 compiling, on every core it gets.
+		for w, path := range []string{plugintest.Path(), pathB} {
+			if _, err := os.Stat(path); err != nil {
+				plugintest.Missing(b, "the plugin: %v", err)
+			}
+			e, err := v8host.Start(v8host.Options{Wasm: path, Stderr: os.Stderr})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			engines[w] = e
+			first[w] = append(first[w], start(w))
+		}
+		for k := range 2 * starts {
+			w := k % 2
+			if (k/2)%2 == 1 {
+				w = 1 - w
+			}
+			later[w] = append(later[w], start(w))
+		}
+		for w, name := range []string{"A", "B"} {
+			slices.Sort(later[w])
+			b.ReportMetric(first[w][0], name+"-first-s")
+			b.ReportMetric(quantile(later[w], 0.5), name+"-later-s")
+			b.ReportMetric(later[w][0], name+"-min-s")
+		}
+		b.ReportMetric(quantile(later[1], 0.5)/quantile(later[0], 0.5), "B/A")
+	}
 }

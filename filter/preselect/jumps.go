@@ -191,10 +191,12 @@ type jscan struct {
 	// of each line of a text (jscan.rule).
 	directives string
 	lineStarts map[string][]int
-	lastRule   int // the index in items of the last top-level rule
-	chainOpen  bool
-	depth      int
-	failed     bool
+	// lineBuf joins the continued lines of the rule ruleText reads.
+	lineBuf   []byte
+	lastRule  int // the index in items of the last top-level rule
+	chainOpen bool
+	depth     int
+	failed    bool
 	// level is the highest paranoia level a setvar of the rule set
 	// writes as a number (1 when none does, the CRS's default).
 	level int
@@ -487,7 +489,9 @@ func (s *jscan) barrier(k int) bool {
 	return it.barrier
 }
 
-// rule reads the rule it again from its text.
+// rule reads the rule it again from its text. The strings of what it
+// returns may share the scan's line buffer: they are valid until the next
+// rule or ruleText.
 func (s *jscan) rule(it jitem) parsedRule {
 	var p parsedRule
 	s.ruleText(it, func(d string) { p = parseRule(d) })
@@ -515,7 +519,7 @@ func (s *jscan) ruleText(it jitem, fn func(string)) {
 		}
 		s.lineStarts[it.file] = starts
 	}
-	eachLine(data[starts[it.first]:], func(d string) bool {
+	eachLineIn(&s.lineBuf, data[starts[it.first]:], func(d string, _, _ int) bool {
 		fn(d)
 		return false
 	}, nil)

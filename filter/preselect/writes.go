@@ -129,6 +129,15 @@ func eachLine(text string, directive func(string) bool, free func(line int)) {
 // first and the last line of the directive.
 func eachLineAt(text string, directive func(d string, first, last int) bool, free func(line int)) {
 	var buf []byte
+	eachLineIn(&buf, text, directive, free)
+}
+
+// eachLineIn is eachLineAt joining continued lines in *buf, which it
+// keeps for the next call: a caller that reads many directives one at a
+// time (a rule's text at a time) grows one buffer instead of one each.
+func eachLineIn(bufp *[]byte, text string, directive func(d string, first, last int) bool, free func(line int)) {
+	buf := (*bufp)[:0]
+	defer func() { *bufp = buf }()
 	inBackticks := false
 	first := -1
 	for i := 0; text != ""; i++ {
