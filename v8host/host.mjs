@@ -36,6 +36,8 @@ const E_SUCCESS = 0, E_BADF = 8, E_EXIST = 20, E_INVAL = 28, E_NOENT = 44, E_NOS
 const LEVELS = ["trace", "debug", "info", "warn", "error", "critical"];
 const monoStart = process.hrtime.bigint();
 const enc = new TextEncoder();
+// EMPTY is the empty buffer, shared: nothing writes into it.
+const EMPTY = new Uint8Array(0);
 const dec = new TextDecoder("utf-8", { fatal: false });
 
 // Process-wide state, as in one Envoy process.
@@ -226,7 +228,7 @@ class VM {
           if (!vm.configReadable) return NOT_FOUND;
           data = vm.config;
         } else if (type === 6) {
-          data = new Uint8Array(0);
+          data = EMPTY;
         } else if (type === 0 || type === 1) {
           const st = vm.effStream();
           if (st === null) return NOT_FOUND;
@@ -234,7 +236,7 @@ class VM {
         } else {
           return type > 8 ? BAD_ARGUMENT : NOT_FOUND;
         }
-        data = start >= data.length ? new Uint8Array(0) : data.subarray(start, Math.min(data.length, start + max));
+        data = start >= data.length ? EMPTY : data.subarray(start, Math.min(data.length, start + max));
         return vm.writeOut(Uint8Array.from(data), ptrPtr, sizePtr);
       },
       proxy_get_header_map_value(type, kPtr, kLen, vPtr, vLen) {
@@ -411,8 +413,8 @@ class Stream {
     this.props = new Map();
     this.reqHdrs = ex.headers.map(([k, v]) => [k.toLowerCase(), v]);
     this.respHdrs = null;
-    this.req = { buf: new Uint8Array(0), mode: "none" };
-    this.resp = { buf: new Uint8Array(0), mode: "none" };
+    this.req = { buf: EMPTY, mode: "none" };
+    this.resp = { buf: EMPTY, mode: "none" };
     this.pendingReply = null;
     this.out = { status: 0, headers: [], body: [], localReply: false, upstream: false, details: "", reset: false };
     this.respStatus = 0;
@@ -485,7 +487,9 @@ class Stream {
     for (let i = 0; i < chunks.length; i++) {
       const eos = lastEOS && i === chunks.length - 1;
       const chunk = chunks[i];
-      d.buf = concat(d.mode === "buffer" ? d.buf : new Uint8Array(0), chunk);
+      // A chunk the filter is not buffering is used as it came (each
+      // caller's chunk is its own); one it buffers is copied on.
+      d.buf = d.mode === "buffer" ? concat(d.buf, chunk) : chunk;
       if (d.mode === "buffer" && d.buf.length > bufferLimit) {
         return { overflow: true, released };
       }
@@ -494,7 +498,7 @@ class Stream {
       if (this.pendingReply !== null) return { replied: true, released };
       if (a === 0) {
         released.push(d.buf);
-        d.buf = new Uint8Array(0);
+        d.buf = EMPTY;
         d.mode = "none";
         // Continue also releases headers the filter held.
         if (isResp) this.respHdrsOut = true;
@@ -504,7 +508,7 @@ class Stream {
         if (d.buf.length > bufferLimit) return { overflow: true, released };
       } else {
         d.mode = "none";
-        d.buf = new Uint8Array(0);
+        d.buf = EMPTY;
       }
     }
     return { done: d.mode === "none", released };
@@ -1000,7 +1004,7 @@ function front(vm, pool, req, res) {
   const upstreamEvents = {
     response: onResponse,
     body: (b) => respBody(b, false),
-    end: () => respBody(new Uint8Array(0), true),
+    end: () => respBody(EMPTY, true),
     failed: (beforeResponse) => {
       if (done || upDone) return;
       if (beforeResponse) {
@@ -1086,7 +1090,7 @@ function front(vm, pool, req, res) {
     return;
   }
   req.on("data", (c) => reqBody(c, false));
-  req.on("end", () => reqBody(new Uint8Array(0), true));
+  req.on("end", () => reqBody(EMPTY, true));
   req.on("close", () => {
     // The client went away: the stream ends without a response.
     if (done || req.complete) return;
