@@ -806,8 +806,12 @@ function handle(req) {
 // headers and body go to the client as the filter releases them, and a
 // local reply after the response headers went out resets the client's
 // stream. It is the bench's V8 server; being in the same process as the
-// VM, it adds only Node's own HTTP handling to what the plugin costs.
-// Ticks run at the period the plugin set, as Envoy's dispatcher runs them.
+// VM, it adds only the HTTP handling to what the plugin costs: Node's
+// server for the client, and for the upstream an UpstreamPool (kept-alive
+// connections read with Node's HTTP parser, no http.Agent). A request
+// costs one write to the upstream and one to the client (the response's
+// headers go with its first body bytes). Ticks run at the period the
+// plugin set, as Envoy's dispatcher runs them.
 function serve(vm, listen, upstream) {
   const pool = new UpstreamPool(new URL(upstream));
   const colon = listen.lastIndexOf(":");

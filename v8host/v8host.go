@@ -423,10 +423,12 @@ func (vm *VM) MemorySize() (uint64, error) {
 // upstream request starts when the plugin lets the request headers
 // continue and gets the body as the plugin releases it, a later local
 // reply cuts it off, and the response reaches the client as released (a
-// local reply after its headers went out is a reset). With the front beside the VM, a
-// request costs only Node's HTTP handling on top of the plugin, not a
-// round trip through this package's protocol. It returns once the front
-// listens; it serves until the Engine is closed.
+// local reply after its headers went out is a reset). With the front
+// beside the VM, a request costs only the HTTP handling on top of the
+// plugin (Node's server for the client; for the upstream, kept-alive
+// connections read with Node's parser), not a round trip through this
+// package's protocol. It returns once the front listens; it serves until
+// the Engine is closed.
 func (vm *VM) Serve(listen, upstream string) error {
 	return vm.e.call(map[string]any{"op": "serve", "vm": vm.id, "listen": listen, "upstream": upstream}, nil)
 }
