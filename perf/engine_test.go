@@ -70,8 +70,9 @@ func startV8VM(tb testing.TB, path string) v8VM {
 	}
 	tb.Cleanup(func() { e.Close() })
 	t0 := time.Now()
-	vm, err := e.NewVM(v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv(),
-		AllowOnHeadersStopIteration: holdHeaders()})
+	cfg := v8CRSConfig()
+	cfg.AllowOnHeadersStopIteration = holdHeaders()
+	vm, err := e.NewVM(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -98,6 +99,12 @@ func startV8VM(tb testing.TB, path string) v8VM {
 	tb.Logf("V8: VM start (CRS) %v; first GET %.1f ms CPU, the same GET warm %.1f ms; first pass over the pool (%d requests) %.0f ms CPU",
 		startup.Round(time.Millisecond), float64(c1-c0)/1e6, float64(v.cpu(tb)-again)/1e6, len(pool), float64(c2-c1)/1e6)
 	return v
+}
+
+// v8CRSConfig is the plugin configuration of a V8 VM with the CRS
+// (crsConfig), with $PERF_GUEST_ENV.
+func v8CRSConfig() v8host.PluginConfig {
+	return v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
 }
 
 func (v v8VM) exchange(tb testing.TB, r *benchreq.Request) int {

@@ -90,7 +90,7 @@ func BenchmarkWasm_footprintV8Workers(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
+		cfg := v8CRSConfig()
 		var total uint64
 		for i := range workers + 1 {
 			vm, err := e.NewVM(cfg)
@@ -132,7 +132,7 @@ func v8Footprint(b *testing.B, reqs []*benchreq.Request) (first, later, laterMed
 		b.Fatal(err)
 	}
 	defer e.Close()
-	cfg := v8host.PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(crsConfig()), Env: guestEnv()}
+	cfg := v8CRSConfig()
 	t0 := time.Now()
 	vm, err := e.NewVM(cfg)
 	if err != nil {

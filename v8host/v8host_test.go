@@ -178,21 +178,13 @@ func TestV8_serveUpstream(t *testing.T) {
 			w.WriteHeader(204)
 		case "/close":
 			// No length: the body ends with the connection.
-			hj, _ := w.(http.Hijacker)
-			c, buf, _ := hj.Hijack()
-			buf.WriteString("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end")
-			buf.Flush()
-			c.Close()
+			writeAndClose(w, "HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end")
 		case "/big":
 			for i := 0; i < len(big); i += 1 << 14 {
 				w.Write([]byte(big[i : i+1<<14]))
 			}
 		case "/cut":
-			hj, _ := w.(http.Hijacker)
-			c, buf, _ := hj.Hijack()
-			buf.WriteString("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")
-			buf.Flush()
-			c.Close()
+			writeAndClose(w, "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part")
 		default:
 			io.WriteString(w, "ok")
 		}
@@ -294,4 +286,16 @@ func TestV8_serveUpstream(t *testing.T) {
 	if resp, b, err := do("GET", "/", nil); err != nil || resp.StatusCode != 503 || b != "upstream connect error" {
 		t.Errorf("upstream down: %v %q %v, want 503", resp, b, err)
 	}
+}
+
+// writeAndClose takes the connection of w over, writes raw on it and
+// closes it.
+func writeAndClose(w http.ResponseWriter, raw string) {
+	c, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	buf.WriteString(raw)
+	buf.Flush()
+	c.Close()
 }

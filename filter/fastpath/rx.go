@@ -57,15 +57,16 @@ func newRx(opts plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		rxObserver(opts.Arguments)
 	}
 	v, err := memoize(opts.Memoizer, "wafguard:rx:"+expr, func() (any, error) {
-		if lits, ok := knownLiterals(expr); ok {
-			return &compiledRx{expr: expr, filter: literalFilterOf(lits), dfa: newLazyDFA(expr)}, nil
+		lits, known := knownLiterals(expr)
+		if !known {
+			parsed, err := syntax.Parse(expr, syntax.Perl)
+			if err != nil {
+				// The error regexp.Compile gives, which starts the same.
+				return nil, err
+			}
+			lits = filterLiterals(parsed)
 		}
-		parsed, err := syntax.Parse(expr, syntax.Perl)
-		if err != nil {
-			// The error regexp.Compile gives, which starts the same.
-			return nil, err
-		}
-		return &compiledRx{expr: expr, filter: newLiteralFilter(parsed), dfa: newLazyDFA(expr)}, nil
+		return &compiledRx{expr: expr, filter: literalFilterOf(lits), dfa: newLazyDFA(expr)}, nil
 	})
 	if err != nil {
 		return nil, err
