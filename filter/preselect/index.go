@@ -80,6 +80,9 @@ type Builder struct {
 	jumps, screened []int
 	// triggers are the operators built for this rule set, in order.
 	triggers []*trigger
+	// keepMarkers: the rule set keeps its markers, even where they could
+	// be hidden (markers.go).
+	keepMarkers bool
 }
 
 // Jumps tells the builder the IDs of the marker jumps planned into the
@@ -131,14 +134,21 @@ func (b *Builder) End() {
 func (b *Builder) Observe(r types.RuleMetadata) {
 	o := observed{id: r.ID(), phase: r.Phase(), raw: r.Raw(), tags: r.Tags(), secMark: r.SecMark(), seg: b.segment}
 	o.parsed = parseRule(o.raw)
+	// The last operator built is this rule's when the rule has one of
+	// this project's: Coraza builds a rule's operator while it parses the
+	// rule, after every operator of the rules before it and their chains.
+	// Built right after a chain, it was taken for one of the chain's.
+	own := b.lastTrigger
+	if own != nil && !(o.parsed.secRule && fastpath.Owns(o.parsed.opName)) {
+		own = nil
+	}
+	if own != nil {
+		own.pos, own.starter = len(b.rules), true
+	}
 	b.rules = append(b.rules, o)
 	if o.secMark != "" || hasAction(o.parsed.actions, "skipafter") {
-		// The last operator built is this rule's when the rule has one
-		// of this project's: Coraza builds a rule's operator while it
-		// parses the rule, after every operator of the rules before it
-		// and their chains.
-		if o.parsed.secRule && b.lastTrigger != nil && fastpath.Owns(o.parsed.opName) {
-			b.lastTrigger.boundary = true
+		if own != nil {
+			own.boundary = true
 		}
 		b.segment++
 	}
@@ -269,6 +279,12 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		ix.jumpsOff = checkJumps(ix.jumpCheck.rules, facts, ix.jumps, nil)
 	}
 	ix.jumpsOff = append(ix.jumpsOff, ix.refused...)
+	if !b.keepMarkers && b.markerRules(facts) {
+		ix.canHide = true
+		if len(b.jumps) != 0 {
+			ix.jumpRange = [2]int{b.jumps[0], b.jumps[len(b.jumps)-1]}
+		}
+	}
 	b.rules, b.texts, b.triggers = nil, nil, nil
 	b.index.Store(ix)
 	return ix
@@ -554,6 +570,11 @@ type Index struct {
 	// alwaysJumps are the gates the prelude found to jump in every
 	// transaction (Snapshot; AlwaysJumps).
 	alwaysJumps map[int]bool
+	// canHide: the rules allow hiding the markers; hideMarkers: Start
+	// hides them, and removes the marker and screened jumps, the IDs of
+	// jumpRange (zero when there are none) (markers.go).
+	canHide, hideMarkers bool
+	jumpRange            [2]int
 	// ctlTriggers are the operators that make a rule's target removals
 	// themselves (noop.go); Snapshot drops the prelude's rules from them.
 	ctlTriggers []*trigger

@@ -46,10 +46,19 @@ func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraz
 }
 
 // compilePlanned compiles directives as the filter does, with the plan p
-// (nil: none).
+// (nil: none), keeping the markers: the jumps are what a rule set whose
+// markers cannot be hidden runs with (markers.go).
 func compilePlanned(t testing.TB, fsys fs.FS, directives string, p *JumpPlan) (coraza.WAF, *Index) {
 	t.Helper()
+	return compileMarkers(t, fsys, directives, p, true)
+}
+
+// compileMarkers is compilePlanned, with the markers hidden where the
+// rule set allows it unless keep is set.
+func compileMarkers(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, keep bool) (coraza.WAF, *Index) {
+	t.Helper()
 	b := NewBuilder()
+	b.keepMarkers = keep
 	directives = p.Directives(directives)
 	b.Jumps(p.IDs(), p.ScreenedIDs())
 	b.AddText(directives)
@@ -212,7 +221,9 @@ func TestJumps_sameDecisions(t *testing.T) {
 // jumps, TX), with the number of jumps that fired.
 func jumpRun(waf coraza.WAF, ix *Index, uri, skip string, status int) (string, int) {
 	tx := waf.NewTransaction()
-	ix.Start(tx)
+	if ix != nil {
+		ix.Start(tx)
+	}
 	defer func() { _ = tx.Close() }()
 	tx.ProcessURI(uri, "GET", "HTTP/1.1")
 	if skip != "" {

@@ -481,6 +481,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	}
 	ix.checkScreened(removed)
 	ix.jumpCheck = nil
+	ix.hideMarkers = ix.prelude != nil && ix.canHide && checkMarkerRanges(waf)
 	return n, err
 }
 
@@ -629,6 +630,12 @@ func (ix *Index) Start(tx types.Transaction) {
 	}
 	for _, id := range p.single {
 		rm.RemoveRuleByID(id)
+	}
+	if ix.hideMarkers {
+		rm.RemoveRuleByIDRange(markersHidden[0], markersHidden[1])
+		if ix.jumpRange != [2]int{} {
+			rm.RemoveRuleByIDRange(ix.jumpRange[0], ix.jumpRange[1])
+		}
 	}
 }
 

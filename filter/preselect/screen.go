@@ -94,6 +94,11 @@ type trigger struct {
 	rec *record
 	// jump: its rule is a screened jump (screenedjumps.go).
 	jump *screenedJump
+	// starter: it is the operator of a rule, not of a chained rule.
+	// flow: its rule may start a skip, and it shows the hidden markers
+	// when it matches; plain: its rule cannot, and it hides them again
+	// (markers.go).
+	starter, flow, plain bool
 }
 
 // txCalls is the part of Coraza's transaction the screen needs
@@ -242,6 +247,21 @@ func resize[T any](s []T, n int) []T {
 // Evaluate implements plugintypes.Operator.
 func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	ix := t.b.index.Load()
+	matched := t.evaluate(ix, tx, value)
+	if ix != nil && ix.hideMarkers && (t.flow || t.plain) {
+		if calls, ok := tx.(txCalls); ok {
+			switch {
+			case t.flow && matched != t.negated:
+				setMarkers(calls, markersHidden, markersShown)
+			case t.plain:
+				setMarkers(calls, markersShown, markersHidden)
+			}
+		}
+	}
+	return matched
+}
+
+func (t *trigger) evaluate(ix *Index, tx plugintypes.TransactionState, value string) bool {
 	if ix != nil {
 		ix.screenFrom(tx, t.seg, t.pos)
 	}

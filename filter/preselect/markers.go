@@ -1,0 +1,135 @@
+package preselect
+
+import (
+	"math"
+	"strings"
+
+	"github.com/corazawaf/coraza/v3"
+)
+
+// Hidden markers.
+//
+// Coraza evaluates every SecMarker in each of the five phases (it gives
+// markers phase 0), and a marker costs what a matching rule costs (about
+// four allocations in v3.8.1). A marker does only two things: it ends a
+// pending skipAfter that names it, and it counts as one of the rules a
+// pending skip:N passes over. While neither is pending, evaluating it
+// leaves nothing a later rule can see, in a rule set with a prelude: it
+// writes RULE's id, rev and severity (the next rule writes them again
+// before it reads anything), an empty MATCHED_VAR and MATCHED_VAR_NAME
+// (which no rule reads before it matches and sets them itself: the
+// prelude's condition) and an empty MATCHED_VARS entry (Coraza empties
+// MATCHED_VARS before each rule).
+//
+// So every transaction starts with the markers removed: every marker has
+// rule ID 0, which no other rule of the rule set has (chained rules are
+// not in the rule list), and Start adds the range [0, 0] to the
+// transaction's removed ranges. The marker jumps (jumps.go), which exist
+// only to pass over markers, are removed with them: a jump's marker must
+// not be removed while its skipAfter is pending.
+//
+// A pending skip is set only by a rule that matches and has skip or
+// skipAfter (a flow rule), and only after its operator matched: Coraza
+// runs a rule's flow actions after its operator, and after the rules of
+// its chain. Every flow rule has an operator of this project's (a
+// trigger; otherwise the rule set keeps its markers), and when it
+// answers "match" (for a negated operator, "no match") the trigger puts
+// the markers back: it turns the range into one that holds no ID, in
+// place, so the markers are there when Coraza takes the jump. The next
+// trigger of a rule that is not chained and has no skip hides them again:
+// Coraza is evaluating that rule, so no skip is pending (Coraza evaluates
+// no rule while one is), and the rule cannot start one. A skip pending at
+// the end of a phase goes on in the next one, with the markers in place,
+// since no trigger runs while it is pending.
+//
+// The range is turned around through GetRuleRemoveByIDRanges, whose slice
+// is the transaction's own: Snapshot checks that on a transaction of the
+// WAF, and a Coraza that returned a copy would leave the rule set with its
+// markers.
+
+// Ranges of the markers' ID: markersHidden removes them from the
+// transaction, markersShown (empty) holds no ID, and neither is a token of
+// the screen (whose ranges are [t, t], t < 0).
+var (
+	markersHidden = [2]int{0, 0}
+	markersShown  = [2]int{math.MaxInt, math.MinInt}
+)
+
+// markerRules reports whether the rule set's markers can be hidden
+// (see above), as far as its rules tell; Snapshot decides for good. It
+// marks the triggers of the flow rules. A rule counts as a flow rule when
+// its text mentions "skip" anywhere, or when a SecRuleUpdate*ById may
+// have changed its actions.
+func (b *Builder) markerRules(facts directiveFacts) bool {
+	if len(b.jumps) != 0 && len(b.jumps) != b.jumps[len(b.jumps)-1]-b.jumps[0]+1 {
+		return false
+	}
+	starters := make(map[int]*trigger, len(b.triggers))
+	for _, t := range b.triggers {
+		if t.starter {
+			starters[t.pos] = t
+		}
+	}
+	var flow []*trigger
+	for i, r := range b.rules {
+		switch {
+		case r.secMark != "":
+			continue
+		case r.id == 0:
+			return false
+		case isPlannedJump(r.id, b.jumps):
+			continue
+		}
+		if !strings.Contains(strings.ToLower(r.raw), "skip") && !inRanges(r.id, facts.updated) {
+			t := starters[i]
+			if t != nil {
+				t.plain = true
+			}
+			continue
+		}
+		t := starters[i]
+		if t == nil || !r.parsed.secRule {
+			return false
+		}
+		flow = append(flow, t)
+	}
+	for _, t := range flow {
+		t.flow, t.plain = true, false
+	}
+	return true
+}
+
+func isPlannedJump(id int, jumps []int) bool {
+	return len(jumps) != 0 && id >= jumps[0] && id <= jumps[len(jumps)-1]
+}
+
+// checkMarkerRanges reports whether a transaction of waf hands out its
+// own removed ranges (see above).
+func checkMarkerRanges(waf coraza.WAF) bool {
+	tx := waf.NewTransaction()
+	defer func() { _ = tx.Close() }()
+	calls, ok := tx.(txCalls)
+	if !ok {
+		return false
+	}
+	calls.RemoveRuleByIDRange(markersHidden[0], markersHidden[1])
+	r := calls.GetRuleRemoveByIDRanges()
+	if len(r) == 0 || r[len(r)-1] != markersHidden {
+		return false
+	}
+	r[len(r)-1] = markersShown
+	r = calls.GetRuleRemoveByIDRanges()
+	return len(r) != 0 && r[len(r)-1] == markersShown
+}
+
+// setMarkers turns the transaction's marker range from one state to the
+// other; it does nothing when the range is not in from.
+func setMarkers(calls txCalls, from, to [2]int) {
+	r := calls.GetRuleRemoveByIDRanges()
+	for i := range r {
+		if r[i] == from {
+			r[i] = to
+			return
+		}
+	}
+}
