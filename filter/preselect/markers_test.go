@@ -136,7 +136,7 @@ func TestMarkers_shown(t *testing.T) {
 func TestMarkers_kept(t *testing.T) {
 	base := string(markerFiles["m.conf"].Data)
 	for name, extra := range map[string]string{
-		"a SecAction that skips": `SecAction "id:70,phase:2,pass,nolog,skip:1"`,
+		"a SecAction that skips":                                `SecAction "id:70,phase:2,pass,nolog,skip:1"`,
 		"a skip in a rule whose operator is not this project's": `SecRule REMOTE_ADDR "@ipMatch 10.0.0.0/8" "id:70,phase:2,pass,nolog,skipAfter:M6"`,
 		"no prelude (a rule reads MATCHED_VAR)":                 `SecRule MATCHED_VAR "@streq x" "id:70,phase:5,pass,nolog"`,
 	} {
