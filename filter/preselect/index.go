@@ -279,6 +279,14 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		ix.jumpsOff = checkJumps(ix.jumpCheck.rules, facts, ix.jumps, nil)
 	}
 	ix.jumpsOff = append(ix.jumpsOff, ix.refused...)
+	if len(facts.updated) == 0 && !facts.updateAll {
+		for _, r := range b.rules {
+			if w := r.writes; w.any || len(w.keys) != 0 || len(w.prefixes) != 0 {
+				ix.txWriters = append(ix.txWriters, ruleWrites{r.id, w})
+			}
+		}
+		ix.knowsWriters = true
+	}
 	if !b.keepMarkers && b.markerRules(facts) {
 		ix.canHide = true
 		if len(b.jumps) != 0 {
@@ -570,6 +578,13 @@ type Index struct {
 	// alwaysJumps are the gates the prelude found to jump in every
 	// transaction (Snapshot; AlwaysJumps).
 	alwaysJumps map[int]bool
+	// txWriters are the rules that may write TX, when knowsWriters (no
+	// SecRuleUpdateActionById may have added a setvar); constTX are the
+	// TX values every transaction keeps from the prelude on: no rule left
+	// to it writes them (Snapshot).
+	txWriters    []ruleWrites
+	knowsWriters bool
+	constTX      map[string][]string
 	// canHide: the rules allow hiding the markers; hideMarkers: Start
 	// hides them, and removes the marker and screened jumps, the IDs of
 	// jumpRange (zero when there are none) (markers.go).
@@ -820,6 +835,35 @@ type srule struct {
 	// sets: a setter (setters.go), judged from its keys (targets), to
 	// which it writes these values.
 	sets []string
+	// writers are the rules of the phase before it that may write one of
+	// txKeys, in order (nil where the screen does not judge the rule):
+	// from a screen before frozenFrom, the values are final when each of
+	// those ahead of the screen is dropped (finalFor).
+	writers []writer
+	// adds: an addition (noop.go), dropped when it adds 0, which reads
+	// the TX keys of adds as txKeys, frozenFrom and writers do its
+	// operator's.
+	adds      []addition
+	addsFinal finality
+}
+
+// finality is where the TX values some rule reads are final for a
+// screen: from frozenFrom on, or where every writer ahead is dropped.
+type finality struct {
+	frozenFrom int
+	writers    []writer
+}
+
+// ruleWrites is what the rule with this ID may write in TX.
+type ruleWrites struct {
+	id int
+	w  *txWrites
+}
+
+// writer is a rule that may write a TX key another rule reads.
+type writer struct {
+	pos int
+	r   *srule
 }
 
 // starget is one target of a rule judged on its own.
@@ -1007,6 +1051,11 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			byPos[r.pos] = sr
 			if sr.txKeys != nil {
 				sr.frozenFrom = frozenFrom(inPhase, i, sr.txKeys)
+				sr.writers = writersOf(inPhase, i, sr.txKeys, byPos)
+			}
+			if sr.adds != nil {
+				keys := addedKeys(sr.adds)
+				sr.addsFinal = finality{frozenFrom(inPhase, i, keys), writersOf(inPhase, i, keys, byPos)}
 			}
 		}
 		// How each stretch ends in this phase.
@@ -1085,6 +1134,21 @@ func frozenFrom(inPhase []observedAt, i int, keys []string) int {
 		}
 	}
 	return 0
+}
+
+// writersOf returns the rules of the phase before inPhase[i] that may
+// write one of keys, in order, with the screen's rule for each (byPos).
+func writersOf(inPhase []observedAt, i int, keys []string, byPos map[int]*srule) []writer {
+	var out []writer
+	for _, r := range inPhase[:i] {
+		for _, k := range keys {
+			if r.writes.touches(k) {
+				out = append(out, writer{pos: r.pos, r: byPos[r.pos]})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // add indexes one rule, or returns why the screen must keep it.
@@ -1213,6 +1277,9 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 	}
 	if sr.txKeys != nil && facts.defaultsWrite {
 		return nil, reasonDefaultsTX
+	}
+	if sr.txKeys != nil {
+		sr.adds = additionsOf(r, facts)
 	}
 	var names []string
 	reset := false

@@ -84,6 +84,18 @@ func additionsOf(r observed, facts directiveFacts) []addition {
 	return adds
 }
 
+// addedKeys returns the TX keys the additions read.
+func addedKeys(adds []addition) []string {
+	var keys []string
+	for _, a := range adds {
+		keys = append(keys, a.key)
+		if a.from != "" {
+			keys = append(keys, a.from)
+		}
+	}
+	return keys
+}
+
 // parseAddition reads "tx.key=+%{tx.from}", "tx.key=-N" and the like.
 func parseAddition(v string) (addition, bool) {
 	k, val, ok := strings.Cut(v, "=")
@@ -118,11 +130,15 @@ func cutFold(s, prefix string) (string, bool) {
 // addsZero reports whether every addition adds 0 to a TX value that
 // holds one integer in Go's form: setvar would write back what is there.
 func addsZero(adds []addition, tx plugintypes.TransactionState) bool {
-	col := tx.Variables().TX()
+	return addsZeroTo(adds, tx.Variables().TX().Get)
+}
+
+// addsZeroTo is addsZero on the TX values get returns.
+func addsZeroTo(adds []addition, get func(key string) []string) bool {
 	for _, a := range adds {
 		n := a.literal
 		if a.from != "" {
-			v := col.Get(a.from)
+			v := get(a.from)
 			if len(v) == 0 {
 				return false
 			}
@@ -134,7 +150,7 @@ func addsZero(adds []addition, tx plugintypes.TransactionState) bool {
 		if n != 0 {
 			return false
 		}
-		cur := col.Get(a.key)
+		cur := get(a.key)
 		if len(cur) != 1 {
 			return false
 		}

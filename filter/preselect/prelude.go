@@ -481,6 +481,8 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	}
 	ix.checkScreened(removed)
 	ix.jumpCheck = nil
+	ix.constTX = constantTX(ix.prelude, ix.txWriters, ix.knowsWriters, removed)
+	ix.txWriters = nil
 	ix.hideMarkers = ix.prelude != nil && ix.canHide && checkMarkerRanges(waf)
 	return n, err
 }
@@ -575,6 +577,27 @@ func (ix *Index) preludeStates(removed, jumps map[int]bool) {
 			}
 		}
 	}
+}
+
+// constantTX returns the TX values of the prelude that no rule it leaves
+// to the transactions (writers but removed) may write: each transaction
+// starts with them (Start) and keeps them. The screens read these from
+// here, not from Coraza, whose Get makes a copy of the values each time.
+func constantTX(p *prelude, writers []ruleWrites, known bool, removed map[int]bool) map[string][]string {
+	if p == nil || !known {
+		return nil
+	}
+	out := map[string][]string{}
+keys:
+	for i, k := range p.keys {
+		for _, w := range writers {
+			if !removed[w.id] && w.w.touches(k) {
+				continue keys
+			}
+		}
+		out[k] = p.values[i]
+	}
+	return out
 }
 
 // matchesTX judges r, which reads only TX, on tx's values as Coraza would;

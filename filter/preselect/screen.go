@@ -2,7 +2,9 @@ package preselect
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/collection"
@@ -164,6 +166,8 @@ type txState struct {
 	// tbuf holds the transformed values of the walk down the trie under
 	// way (step).
 	tbuf []byte
+	// constTX: the index's constant TX values (Index.constTX).
+	constTX map[string][]string
 	// Per screen: the TX values read, the stretches of the batch, the
 	// rules to remove (their indexes in phasePlan.rules; now[idx] ==
 	// nowGen marks them), how many were judged.
@@ -333,7 +337,7 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 		return
 	}
 	st.tx, st.drop, st.judged, st.removed = st.tx[:0], st.drop[:0], 0, 0
-	st.links = ix.prelude != nil
+	st.links, st.constTX = ix.prelude != nil, ix.constTX
 	if st.done[seg] {
 		st.retry(pp, tx, seg, pos)
 	} else {
@@ -403,6 +407,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		}
 	}
 	if trie == 0 {
+		st.judgePending(pp, tx, batch, pos)
 		return
 	}
 	batchID := pp.memo.batchID(batch)
@@ -469,6 +474,24 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		}
 	}
 	clear(st.open)
+	st.judgePending(pp, tx, batch, pos)
+}
+
+// judgePending judges again, in order, the rules of the batch's
+// stretches that could not be judged on their own during the walk: with
+// the trie's rules decided, the TX values they read may be final
+// (finalFor), where every rule that may write them is dropped.
+func (st *txState) judgePending(pp *phasePlan, tx plugintypes.TransactionState, batch []int, pos int) {
+	for _, s := range batch {
+		if st.pending[s] == 0 {
+			continue
+		}
+		for _, r := range pp.segs[s].rules {
+			if st.rules[r.idx] == undecided && r.node == nil && r.pos >= pos && r.txKeys != nil && st.judgeAlone(pp, tx, r, pos) {
+				st.pending[s]--
+			}
+		}
+	}
 }
 
 // retry judges the rules of stretch seg, screened before, that could not
@@ -479,9 +502,11 @@ func (st *txState) retry(pp *phasePlan, tx plugintypes.TransactionState, seg, po
 		if st.rules[r.idx] != undecided || r.node != nil {
 			continue
 		}
-		if r.pos <= pos || !st.judgeAlone(pp, tx, r, pos) {
+		if r.pos < pos || !st.judgeAlone(pp, tx, r, pos) {
 			// Behind the rule being evaluated (Coraza has it), or
-			// still not final.
+			// still not final. The rule being evaluated is judged
+			// too: what it will not write is final for those after
+			// it.
 			if r.pos > pos {
 				n++
 			}
@@ -616,6 +641,24 @@ func (st *txState) read(tx plugintypes.TransactionState, v variables.RuleVariabl
 			return st.namedRead(tx, responseHeaders).keys
 		}
 	}
+	switch v {
+	case variables.RequestHeaders, variables.RequestCookies, variables.ResponseHeaders:
+		if key == "" {
+			break
+		}
+		// Coraza's maps for these fold keys to lower case, key among
+		// them (lookupKey): its values are those of the collection,
+		// read once this phase, whose key folds to it. FindString
+		// would make two slices for each read.
+		n := st.namedRead(tx, namedParent(v))
+		start := len(st.strs)
+		for i, k := range n.keys {
+			if lowerIs(k, key) {
+				st.strs = append(st.strs, n.values[i])
+			}
+		}
+		return st.strs[start:len(st.strs):len(st.strs)]
+	}
 	switch col := tx.Collection(v); c := col.(type) {
 	case nil:
 		return nil
@@ -637,6 +680,33 @@ func (st *txState) read(tx plugintypes.TransactionState, v variables.RuleVariabl
 		}
 		return st.keep(col.FindAll())
 	}
+}
+
+// lowerIs reports whether strings.ToLower(s) is lower, without making
+// the lower-case string for an ASCII s.
+func lowerIs(s, lower string) bool {
+	if len(s) != len(lower) {
+		// ToLower keeps the length of an ASCII string.
+		for i := 0; i < len(s); i++ {
+			if s[i] >= utf8.RuneSelf {
+				return strings.ToLower(s) == lower
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return strings.ToLower(s) == lower
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // The collections whose keys make another collection of Coraza's: the
@@ -718,6 +788,9 @@ func (st *txState) keep(mds []types.MatchData) []string {
 
 // txValuesOf returns the values of TX:key now, read once per screen.
 func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []string {
+	if vals, ok := st.constTX[key]; ok {
+		return vals
+	}
 	for _, e := range st.tx {
 		if e.key == key {
 			return e.values
@@ -733,7 +806,7 @@ func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []str
 // judgeAlone judges a rule from its own targets, when the values it reads
 // are final for a screen at pos, and reports whether it could.
 func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r *srule, pos int) bool {
-	if pos < r.frozenFrom {
+	if !st.final(finality{r.frozenFrom, r.writers}, pos) {
 		return false
 	}
 	if r.sets != nil {
@@ -760,7 +833,31 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 			break
 		}
 	}
+	if match && r.adds != nil && st.links {
+		// An addition of 0 changes nothing (noop.go), as its operator
+		// would answer. Until what it adds is final, it waits.
+		if !st.final(r.addsFinal, pos) {
+			return false
+		}
+		match = !addsZeroTo(r.adds, func(key string) []string { return st.txValuesOf(key, tx) })
+	}
 	st.decide(r, match)
+	return true
+}
+
+// final reports whether the TX values some rule reads are, for a screen
+// at pos, the ones it will read: pos is past the last rule that may
+// write them (frozenFrom), or every such rule from pos on is dropped,
+// and Coraza will not evaluate it.
+func (st *txState) final(f finality, pos int) bool {
+	if pos >= f.frozenFrom {
+		return true
+	}
+	for i := len(f.writers) - 1; i >= 0 && f.writers[i].pos >= pos; i-- {
+		if w := f.writers[i].r; w == nil || st.rules[w.idx] != dropped {
+			return false
+		}
+	}
 	return true
 }
 

@@ -69,11 +69,12 @@ func TestSetters(t *testing.T) {
 		skipped []int // the setters not evaluated
 	}{
 		// tx.fresh does not exist: 22 creates it. 23 comes after 20
-		// and 31, which may write its key: never judged.
-		{"a=1", []int{20, 21}},
+		// and 31, which may write its key: judged only when both are
+		// dropped.
+		{"a=1", []int{20, 21, 23}},
 		{"a=evil", []int{21}},
-		{"a=mode", []int{20}},
-		{"a=evil&b=twice", []int{20, 21}}, // 12 set the score back to 0
+		{"a=mode", []int{20, 23}},
+		{"a=evil&b=twice", []int{20, 21, 23}}, // 12 set the score back to 0
 		{"a=late", []int{20, 21}},
 		{"a=evil&b=x&c=mode", nil},
 	} {

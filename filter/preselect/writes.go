@@ -216,7 +216,9 @@ func chainWrites(texts []string, known map[string]*parsedRule) map[string]*ruleC
 			if k := known[line]; k != nil {
 				p = *k
 			} else {
-				p = parseRule(line)
+				// The keys it writes are cut from the text: not from
+				// the line, which the next one overwrites.
+				p = parseRule(strings.Clone(line))
 			}
 			w := writesOf(p)
 			chained := hasAction(p.actions, "chain")
