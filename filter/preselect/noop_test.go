@@ -1,7 +1,9 @@
 package preselect
 
 import (
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
@@ -105,6 +107,63 @@ func TestAdditionsOfZero(t *testing.T) {
 	// Without a prelude (a rule reads MATCHED_VAR before it matches),
 	// every addition matches as in Coraza.
 	sameWithoutPrelude(t, zeroRules)
+}
+
+// TestAdditionsOfZero_screened: the screen of phase 2 judges the
+// additions once what they add is final, which it is where every rule
+// that may write it (10, 11) is dropped, and drops those that add 0, as
+// it drops 30 then, whose total only those rules write (the prelude
+// removes 23, which never matches). Where 10 is kept, the screen leaves
+// 20, 21, 22 and 30 for later.
+func TestAdditionsOfZero_screened(t *testing.T) {
+	with, ix, _, err := withAndWithout(t, zeroRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		query            string
+		screened, remove int
+	}{
+		// 10, 11, 20, 22 and 30 dropped; 21 creates tx.fresh.
+		{"a=1", 6, 5},
+		// 10 kept, 11 dropped.
+		{"a=evil", 2, 1},
+	} {
+		var reports []Report
+		OnScreen = func(r Report) {
+			if r.Phase == 2 {
+				reports = append(reports, r)
+			}
+		}
+		runPrelude(t, with, ix, c.query, nil)
+		OnScreen = nil
+		if len(reports) == 0 || reports[0].Screened != c.screened || reports[0].Removed != c.remove {
+			t.Errorf("%s: phase 2 screens %+v, want the first to judge %d rules and remove %d", c.query, reports, c.screened, c.remove)
+		}
+	}
+}
+
+// TestConstantTX: the screens read from the prelude the TX values that no
+// rule left to the transactions writes.
+func TestConstantTX(t *testing.T) {
+	_, ix, _, err := withAndWithout(t, zeroRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// TX:0 to TX:10 are Coraza's own, empty in each new transaction; no
+	// rule here captures.
+	got := slices.DeleteFunc(slices.Sorted(maps.Keys(ix.constTX)), func(k string) bool { return strings.Trim(k, "0123456789") == "" })
+	if !slices.Equal(got, []string{"pl"}) {
+		t.Errorf("constant TX keys %v, want [pl] (10 and 11 write score and total)", got)
+	}
+	// A SecRuleUpdateActionById may add a setvar to any rule.
+	_, ix, _, err = withAndWithout(t, zeroRules+`SecRuleUpdateActionById 10 "setvar:tx.pl=2"`+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.constTX) != 0 {
+		t.Errorf("with an updated rule: constant TX keys %v, want none", ix.constTX)
+	}
 }
 
 // sameWithoutPrelude adds to rules one that reads MATCHED_VAR before it
