@@ -168,6 +168,12 @@ type txState struct {
 	tbuf []byte
 	// constTX: the index's constant TX values (Index.constTX).
 	constTX map[string][]string
+	// blocked holds, for each rule of the phase (two entries: what its
+	// operator reads, what its additions read), one past the position of
+	// a rule that may write those values and that the screen keeps; the
+	// values are not final for a screen before it (final). Zero: none
+	// found yet.
+	blocked []int
 	// Per screen: the TX values read, the stretches of the batch, the
 	// rules to remove (their indexes in phasePlan.rules; now[idx] ==
 	// nowGen marks them), how many were judged.
@@ -217,6 +223,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.member = resize(st.member, len(pp.rules))
 	st.seen = resize(st.seen, len(pp.rules))
 	st.now = resize(st.now, len(pp.rules))
+	st.blocked = resize(st.blocked, 2*len(pp.rules))
 	st.have = resize(st.have, len(pp.vars))
 
 	if cap(st.values) < len(pp.vars) {
@@ -806,7 +813,7 @@ func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []str
 // judgeAlone judges a rule from its own targets, when the values it reads
 // are final for a screen at pos, and reports whether it could.
 func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r *srule, pos int) bool {
-	if !st.final(finality{r.frozenFrom, r.writers}, pos) {
+	if !st.final(finality{r.frozenFrom, r.writers}, pos, &st.blocked[2*r.idx]) {
 		return false
 	}
 	if r.sets != nil {
@@ -836,7 +843,7 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 	if match && r.adds != nil && st.links {
 		// An addition of 0 changes nothing (noop.go), as its operator
 		// would answer. Until what it adds is final, it waits.
-		if !st.final(r.addsFinal, pos) {
+		if !st.final(r.addsFinal, pos, &st.blocked[2*r.idx+1]) {
 			return false
 		}
 		match = !addsZeroTo(r.adds, func(key string) []string { return st.txValuesOf(key, tx) })
@@ -849,14 +856,30 @@ func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r 
 // at pos, the ones it will read: pos is past the last rule that may
 // write them (frozenFrom), or every such rule from pos on is dropped,
 // and Coraza will not evaluate it.
-func (st *txState) final(f finality, pos int) bool {
+//
+// A writer the screen kept stays kept for the phase: blocked remembers it,
+// so that the rules that wait, tried again at each screen, do not walk
+// their writers again until the screen is past it.
+func (st *txState) final(f finality, pos int, blocked *int) bool {
 	if pos >= f.frozenFrom {
 		return true
 	}
+	if pos < *blocked {
+		return false
+	}
 	for i := len(f.writers) - 1; i >= 0 && f.writers[i].pos >= pos; i-- {
-		if w := f.writers[i].r; w == nil || st.rules[w.idx] != dropped {
+		w := f.writers[i].r
+		if w == nil {
+			*blocked = f.writers[i].pos + 1
 			return false
 		}
+		switch st.rules[w.idx] {
+		case dropped:
+			continue
+		case matched, recorded:
+			*blocked = f.writers[i].pos + 1
+		}
+		return false
 	}
 	return true
 }
