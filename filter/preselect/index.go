@@ -590,6 +590,7 @@ type Index struct {
 	// jumpRange (zero when there are none) (markers.go).
 	canHide, hideMarkers bool
 	jumpRange            [2]int
+	shown                atomic.Bool // a transaction may have them shown
 	// ctlTriggers are the operators that make a rule's target removals
 	// themselves (noop.go); Snapshot drops the prelude's rules from them.
 	ctlTriggers []*trigger

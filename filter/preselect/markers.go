@@ -123,13 +123,32 @@ func checkMarkerRanges(waf coraza.WAF) bool {
 }
 
 // setMarkers turns the transaction's marker range from one state to the
-// other; it does nothing when the range is not in from.
-func setMarkers(calls txCalls, from, to [2]int) {
+// other, and reports whether it did: not when the range is not in from.
+func setMarkers(calls txCalls, from, to [2]int) bool {
 	r := calls.GetRuleRemoveByIDRanges()
 	for i := range r {
 		if r[i] == from {
 			r[i] = to
-			return
+			return true
 		}
+	}
+	return false
+}
+
+// showMarkers and rehideMarkers turn the marker range of a transaction
+// (markers.go). Index.shown tells rehideMarkers whether a transaction may
+// have its markers shown: most triggers of a transaction then need not
+// look for the range. It is a hint: where transactions of a WAF run at
+// once (natively), one may find it cleared by another and keep its
+// markers shown for longer, which only costs time.
+func (ix *Index) showMarkers(calls txCalls) {
+	if setMarkers(calls, markersHidden, markersShown) {
+		ix.shown.Store(true)
+	}
+}
+
+func (ix *Index) rehideMarkers(calls txCalls) {
+	if ix.shown.Load() && setMarkers(calls, markersShown, markersHidden) {
+		ix.shown.Store(false)
 	}
 }

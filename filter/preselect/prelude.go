@@ -655,6 +655,9 @@ func (ix *Index) Start(tx types.Transaction) {
 		rm.RemoveRuleByID(id)
 	}
 	if ix.hideMarkers {
+		// A transaction before this one may have ended with its
+		// markers shown (Index.shown is a hint).
+		ix.shown.Store(false)
 		rm.RemoveRuleByIDRange(markersHidden[0], markersHidden[1])
 		if ix.jumpRange != [2]int{} {
 			rm.RemoveRuleByIDRange(ix.jumpRange[0], ix.jumpRange[1])

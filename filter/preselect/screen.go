@@ -263,9 +263,9 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 		if calls, ok := tx.(txCalls); ok {
 			switch {
 			case t.flow && matched != t.negated:
-				setMarkers(calls, markersHidden, markersShown)
+				ix.showMarkers(calls)
 			case t.plain:
-				setMarkers(calls, markersShown, markersHidden)
+				ix.rehideMarkers(calls)
 			}
 		}
 	}
