@@ -346,7 +346,14 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	st.tx, st.drop, st.judged, st.removed = st.tx[:0], st.drop[:0], 0, 0
 	st.links, st.constTX = ix.prelude != nil, ix.constTX
 	if st.done[seg] {
+		// What this rule's stretch judges now may make the values of
+		// the rules waiting in the stretches after it final too.
 		st.retry(pp, tx, seg, pos)
+		for s := seg + 1; s < len(pp.segs) && st.done[s]; s++ {
+			if st.pending[s] != 0 {
+				st.retry(pp, tx, s, pos)
+			}
+		}
 	} else {
 		st.plan(pp, tx, seg, pos)
 	}
