@@ -839,7 +839,7 @@ type srule struct {
 	// writers are the rules of the phase before it that may write one of
 	// txKeys, in order (nil where the screen does not judge the rule):
 	// from a screen before frozenFrom, the values are final when each of
-	// those ahead of the screen is dropped (finalFor).
+	// those ahead of the screen is dropped (txState.final).
 	writers []writer
 	// adds: an addition (noop.go), dropped when it adds 0, which reads
 	// the TX keys of adds as txKeys, frozenFrom and writers do its

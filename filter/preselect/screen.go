@@ -494,7 +494,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 // judgePending judges again, in order, the rules of the batch's
 // stretches that could not be judged on their own during the walk: with
 // the trie's rules decided, the TX values they read may be final
-// (finalFor), where every rule that may write them is dropped.
+// (final), where every rule that may write them is dropped.
 func (st *txState) judgePending(pp *phasePlan, tx plugintypes.TransactionState, batch []int, pos int) {
 	for _, s := range batch {
 		if st.pending[s] == 0 {
