@@ -818,13 +818,12 @@ type srule struct {
 	vars uint64
 	node *node
 	// A rule judged on its own reads targets, after chain. It reads TX
-	// (or expands TX in its argument) when txKeys is not empty; those
-	// values are the ones it will read from any screen at a position of
-	// frozenFrom or later.
-	targets    []starget
-	chain      []plugintypes.Transformation
-	txKeys     []string
-	frozenFrom int
+	// (or expands TX in its argument) when txKeys is not empty; txFinal
+	// is where those values are the ones it will read.
+	targets []starget
+	chain   []plugintypes.Transformation
+	txKeys  []string
+	txFinal finality
 	// rec: a record rule (records.go).
 	rec *record
 	// windows: the skippers (phasePlan.skippers) whose skip may land on
@@ -836,23 +835,22 @@ type srule struct {
 	// sets: a setter (setters.go), judged from its keys (targets), to
 	// which it writes these values.
 	sets []string
-	// writers are the rules of the phase before it that may write one of
-	// txKeys, in order (nil where the screen does not judge the rule):
-	// from a screen before frozenFrom, the values are final when each of
-	// those ahead of the screen is dropped (txState.final).
-	writers []writer
-	// adds: an addition (noop.go), dropped when it adds 0, which reads
-	// the TX keys of adds as txKeys, frozenFrom and writers do its
-	// operator's.
+	// adds: an addition (noop.go), dropped when it adds 0; addsFinal is
+	// where the TX values its additions read are final.
 	adds      []addition
 	addsFinal finality
 }
 
-// finality is where the TX values some rule reads are final for a
-// screen: from frozenFrom on, or where every writer ahead is dropped.
+// finality is where the TX values some rule reads are the ones it will
+// read, for a screen at a position (txState.final): from frozenFrom on,
+// one past the last writer; before that, where each writer ahead of the
+// screen is dropped.
 type finality struct {
 	frozenFrom int
-	writers    []writer
+	// writers are the rules of the phase before the rule that may write
+	// one of the values, in order (r nil where the screen does not judge
+	// the rule).
+	writers []writer
 }
 
 // ruleWrites is what the rule with this ID may write in TX.
@@ -1051,12 +1049,10 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 			}
 			byPos[r.pos] = sr
 			if sr.txKeys != nil {
-				sr.frozenFrom = frozenFrom(inPhase, i, sr.txKeys)
-				sr.writers = writersOf(inPhase, i, sr.txKeys, byPos)
+				sr.txFinal = finalityOf(inPhase, i, sr.txKeys, byPos)
 			}
 			if sr.adds != nil {
-				keys := addedKeys(sr.adds)
-				sr.addsFinal = finality{frozenFrom(inPhase, i, keys), writersOf(inPhase, i, keys, byPos)}
+				sr.addsFinal = finalityOf(inPhase, i, addedKeys(sr.adds), byPos)
 			}
 		}
 		// How each stretch ends in this phase.
@@ -1122,34 +1118,22 @@ type observedAt struct {
 	pos int
 }
 
-// frozenFrom returns the smallest position from which a screen reads the
-// TX keys rule inPhase[i] reads as the rule will: one past the last
-// earlier rule of the phase that may write one of them, 0 when none does.
-func frozenFrom(inPhase []observedAt, i int, keys []string) int {
-	for j := i - 1; j >= 0; j-- {
-		w := inPhase[j].writes
-		for _, k := range keys {
-			if w.touches(k) {
-				return inPhase[j].pos + 1
-			}
-		}
-	}
-	return 0
-}
-
-// writersOf returns the rules of the phase before inPhase[i] that may
-// write one of keys, in order, with the screen's rule for each (byPos).
-func writersOf(inPhase []observedAt, i int, keys []string, byPos map[int]*srule) []writer {
-	var out []writer
+// finalityOf returns where the TX keys rule inPhase[i] reads are final:
+// the rules of the phase before it that may write one of them, with the
+// screen's rule for each (byPos), and one past the last of them (0 when
+// none does).
+func finalityOf(inPhase []observedAt, i int, keys []string, byPos map[int]*srule) finality {
+	var f finality
 	for _, r := range inPhase[:i] {
 		for _, k := range keys {
 			if r.writes.touches(k) {
-				out = append(out, writer{pos: r.pos, r: byPos[r.pos]})
+				f.writers = append(f.writers, writer{pos: r.pos, r: byPos[r.pos]})
+				f.frozenFrom = r.pos + 1
 				break
 			}
 		}
 	}
-	return out
+	return f
 }
 
 // add indexes one rule, or returns why the screen must keep it.

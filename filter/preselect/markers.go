@@ -57,9 +57,9 @@ var (
 
 // markerRules reports whether the rule set's markers can be hidden
 // (see above), as far as its rules tell; Snapshot decides for good. It
-// marks the triggers of the flow rules. A rule counts as a flow rule when
-// its text mentions "skip" anywhere, or when a SecRuleUpdate*ById may
-// have changed its actions.
+// marks the triggers of the rules: flow or plain. A rule counts as a flow
+// rule when its text mentions "skip" anywhere, or when a
+// SecRuleUpdate*ById may have changed its actions.
 func (b *Builder) markerRules(facts directiveFacts) bool {
 	if len(b.jumps) != 0 && len(b.jumps) != b.jumps[len(b.jumps)-1]-b.jumps[0]+1 {
 		return false
@@ -70,31 +70,31 @@ func (b *Builder) markerRules(facts directiveFacts) bool {
 			starters[t.pos] = t
 		}
 	}
-	var flow []*trigger
+	var flow, plain []*trigger
 	for i, r := range b.rules {
 		switch {
-		case r.secMark != "":
+		case r.secMark != "" || isPlannedJump(r.id, b.jumps):
 			continue
 		case r.id == 0:
 			return false
-		case isPlannedJump(r.id, b.jumps):
-			continue
 		}
+		t := starters[i]
 		if !strings.Contains(strings.ToLower(r.raw), "skip") && !inRanges(r.id, facts.updated) {
-			t := starters[i]
 			if t != nil {
-				t.plain = true
+				plain = append(plain, t)
 			}
 			continue
 		}
-		t := starters[i]
 		if t == nil || !r.parsed.secRule {
 			return false
 		}
 		flow = append(flow, t)
 	}
 	for _, t := range flow {
-		t.flow, t.plain = true, false
+		t.flow = true
+	}
+	for _, t := range plain {
+		t.plain = true
 	}
 	return true
 }

@@ -72,9 +72,10 @@ func TestMarkers_sameDecisions(t *testing.T) {
 	for _, q := range markerRequests {
 		uri := "/?" + q
 		got, fired := jumpRun(waf, ix, uri, "", 200)
-		// The prelude's SecAction is not among the matched rules.
+		// The prelude's SecAction, rule 1, is not among the matched
+		// rules.
 		want, _ := jumpRun(plain, nil, uri, "", 200)
-		want = strings.Replace(want, "1 ", "", 1)
+		want = strings.Join(slices.DeleteFunc(strings.Fields(want), func(f string) bool { return f == "1" }), " ")
 		if got != want {
 			t.Errorf("%s: with the markers hidden %s, as written %s", uri, got, want)
 		}

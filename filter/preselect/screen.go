@@ -820,7 +820,7 @@ func (st *txState) txValuesOf(key string, tx plugintypes.TransactionState) []str
 // judgeAlone judges a rule from its own targets, when the values it reads
 // are final for a screen at pos, and reports whether it could.
 func (st *txState) judgeAlone(pp *phasePlan, tx plugintypes.TransactionState, r *srule, pos int) bool {
-	if !st.final(finality{r.frozenFrom, r.writers}, pos, &st.blocked[2*r.idx]) {
+	if !st.final(r.txFinal, pos, &st.blocked[2*r.idx]) {
 		return false
 	}
 	if r.sets != nil {
