@@ -806,6 +806,9 @@ type srule struct {
 	// fastpath.JudgeIn expands it per screen).
 	op    plugintypes.Operator
 	judge func(string) bool
+	// argTX: the TX keys the macros of its argument read (none without
+	// a macro); Snapshot makes judge once when they are all constant.
+	argTX []string
 	// slot is the rule's operator in the phase's union, -1 when the union
 	// does not stand for it; confirm is then its decision without the
 	// literal filter.
@@ -1170,6 +1173,7 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 			return nil, reasonMacro
 		}
 		sr.txKeys = append(sr.txKeys, keys...)
+		sr.argTX = keys
 	}
 	// Targets. Exclusions narrow what a rule reads: a screen that reads
 	// the whole collection reads a superset, which is enough for a rule

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/types"
 	"github.com/corazawaf/coraza/v3/types/variables"
 )
 
@@ -284,5 +285,40 @@ func TestAdders_crs(t *testing.T) {
 	}
 	if len(ix.ctlTriggers) == 0 {
 		t.Error("no rule makes its target removals itself")
+	}
+}
+
+// constRules check a score against a limit only the prelude writes (30
+// and 32: judged by a function made once) and against one a rule writes
+// (31: its macro is expanded per screen).
+const constRules = `SecRuleEngine On
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.limit=5,setvar:tx.score=0,setvar:tx.moving=3"
+SecRule ARGS "@contains evil" "id:10,phase:2,pass,log,msg:'evil',setvar:'tx.score=+5',setvar:'tx.moving=+1'"
+SecRule TX:SCORE "@lt %{tx.limit}" "id:30,phase:2,pass,log,msg:'under the limit'"
+SecRule TX:SCORE "@lt %{tx.moving}" "id:31,phase:2,pass,log,msg:'under the moving limit'"
+SecRule TX:SCORE "@ge %{tx.limit}" "id:32,phase:2,deny,status:403,log,msg:'over the limit'"
+`
+
+// TestConstantJudges: a rule whose argument expands only constant TX
+// values is judged by one function made at Snapshot, and decides as in
+// Coraza; one whose argument a rule may change is not.
+func TestConstantJudges(t *testing.T) {
+	with, ix, without, err := withAndWithout(t, constRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := map[int]bool{}
+	for _, r := range ix.plans[types.PhaseRequestBody].rules {
+		judged[r.id] = r.judge != nil
+	}
+	if !judged[30] || judged[31] || !judged[32] {
+		t.Errorf("rules with a judge made once: %v, want 30 and 32, not 31", judged)
+	}
+	for _, query := range []string{"a=1", "a=evil", "a=evil&b=evil"} {
+		a := runPrelude(t, with, ix, query, nil)
+		b := runPrelude(t, without, nil, query, ix.PreludeIDs())
+		if a.status != b.status || a.tx != b.tx || !slices.Equal(a.matched, b.matched) {
+			t.Errorf("%s: with the preselection %+v, without %+v", query, a, b)
+		}
 	}
 }

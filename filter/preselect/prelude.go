@@ -483,6 +483,7 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	ix.jumpCheck = nil
 	ix.constTX = constantTX(ix.prelude, ix.txWriters, ix.knowsWriters, removed)
 	ix.txWriters = nil
+	ix.constantJudges(waf)
 	ix.hideMarkers = ix.prelude != nil && ix.canHide && checkMarkerRanges(waf)
 	return n, err
 }
@@ -598,6 +599,51 @@ keys:
 		out[k] = p.values[i]
 	}
 	return out
+}
+
+// constantJudges makes, once, the judgement of each rule whose argument
+// expands only constant TX values (Index.constTX): in the CRS the score
+// checks, `@ge %{tx.inbound_anomaly_score_threshold}`. Each transaction
+// starts with those values and keeps them, so the macro expands to the
+// same argument in all of them; it is expanded on a transaction given
+// the prelude, as the screens would expand it (fastpath.JudgeIn).
+func (ix *Index) constantJudges(waf coraza.WAF) {
+	if len(ix.constTX) == 0 {
+		return
+	}
+	var tx types.Transaction
+	for _, pp := range ix.plans {
+		if pp == nil {
+			continue
+		}
+		for _, r := range pp.rules {
+			if r.judge != nil || len(r.argTX) == 0 || !allIn(r.argTX, ix.constTX) {
+				continue
+			}
+			if tx == nil {
+				tx = waf.NewTransaction()
+				defer func() { _ = tx.Close() }()
+				ix.Start(tx)
+			}
+			ts, ok := tx.(plugintypes.TransactionState)
+			if !ok {
+				return
+			}
+			if judge, ok := fastpath.JudgeIn(r.op, ts); ok {
+				r.judge = judge
+			}
+		}
+	}
+}
+
+// allIn reports whether every key is one of m's.
+func allIn(keys []string, m map[string][]string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // matchesTX judges r, which reads only TX, on tx's values as Coraza would;
