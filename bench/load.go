@@ -85,11 +85,15 @@ type Run struct {
 	Admitted Latency            `json:"admitted"`
 	Classes  map[string]Outcome `json:"classes"`
 	Kinds    map[string]Outcome `json:"kinds"`
-	Errors   map[string]int     `json:"error_samples,omitempty"`
+	// Shapes is the latency of the answered requests of each shape
+	// (Shapes, the unloaded run's): where a tail comes from.
+	Shapes map[string]Latency `json:"shapes"`
+	Errors map[string]int     `json:"error_samples,omitempty"`
 
 	byClass  [numClasses]Outcome
 	unknown  int
 	lat, adm []time.Duration
+	shapeLat map[string][]time.Duration
 	kinds    map[string]*Outcome
 	errs     map[string]int
 }
@@ -271,6 +275,11 @@ func (r *Run) add(pool *Pool, res *vegeta.Result) {
 	if res.Code != 0 {
 		r.Answered++
 		r.lat = append(r.lat, res.Latency)
+		if r.shapeLat == nil {
+			r.shapeLat = map[string][]time.Duration{}
+		}
+		sh := shapeOf(req)
+		r.shapeLat[sh] = append(r.shapeLat[sh], res.Latency)
 		if res.Code != http.StatusTooManyRequests {
 			r.adm = append(r.adm, res.Latency)
 		}
@@ -281,6 +290,11 @@ func (r *Run) finish() {
 	r.Latency = latencyOf(r.lat)
 	r.Admitted = latencyOf(r.adm)
 	r.lat, r.adm = nil, nil
+	r.Shapes = map[string]Latency{}
+	for sh, d := range r.shapeLat {
+		r.Shapes[sh] = latencyOf(d)
+	}
+	r.shapeLat = nil
 	r.Classes = map[string]Outcome{}
 	for c := Class(0); c < numClasses; c++ {
 		r.Classes[c.String()] = r.byClass[c]

@@ -49,6 +49,41 @@ func TestLoad_closed(t *testing.T) {
 	if run.Latency.N != run.Answered || run.Latency.P50 <= 0 {
 		t.Errorf("latency %+v for %d answers", run.Latency, run.Answered)
 	}
+	n := 0
+	for _, l := range run.Shapes {
+		n += l.N
+	}
+	if n != run.Answered || run.Shapes["benign_get"].N == 0 || run.Shapes["benign_get"].P50 <= 0 {
+		t.Errorf("latency per shape %+v: want every one of the %d answers in one, GETs among them", run.Shapes, run.Answered)
+	}
+}
+
+// TestLoad_shapes: each answer's latency counts under its own shape, so a
+// slow shape shows as that shape's, not as the others'.
+func TestLoad_shapes(t *testing.T) {
+	pool, err := NewPool(3, 20, DefaultMix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const slow = 60 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Method == http.MethodPost {
+			time.Sleep(slow)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	run, err := Load(context.Background(), pool, LoadOptions{BaseURL: srv.URL, Workers: 4, Duration: 500 * time.Millisecond, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get, json := run.Shapes["benign_get"], run.Shapes["benign_json"]
+	if get.N == 0 || json.N == 0 {
+		t.Fatalf("latency per shape %+v: want GETs and JSON POSTs", run.Shapes)
+	}
+	if ms := float64(slow) / 1e6; json.P50 < ms || get.P50 >= ms {
+		t.Errorf("GET p50 %.1f ms, JSON POST p50 %.1f ms: want the POSTs alone at %.0f ms or more", get.P50, json.P50, ms)
+	}
 }
 
 func TestLoad_open(t *testing.T) {

@@ -185,6 +185,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("Closed-loop req/s: all answers divided by the time from the start to the last answer (requests in flight when sending stops included). Ratios divide closed-loop req/s. Peak RSS is VmHWM summed over the server's processes (nginx: master + worker). CPU s is the server's user+system time over both runs.\n\n")
 
 	r.unloadedTable(&b)
+	r.openShapesTable(&b)
 
 	if base, capped := r.server(IDWasmCRS), r.server(IDWasmCRSCap); base != nil && capped != nil {
 		b.WriteString("## Admission cap\n\n")
@@ -265,6 +266,42 @@ func (r *Report) unloadedTable(b *strings.Builder) {
 		fmt.Fprintf(b, " %d |\n", u.Unexpected)
 	}
 	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
+}
+
+// openShapesTable writes the open loop's latency per shape (p50 / p99):
+// a slow shape sets the tail of the whole, and every request queued
+// behind one waits for it.
+func (r *Report) openShapesTable(b *strings.Builder) {
+	any := false
+	for _, s := range r.Servers {
+		any = any || (s.WAF && s.Open != nil && len(s.Open.Shapes) != 0)
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintf(b, "## Latency per class at %.0f%% of saturation\n\nThe open-loop run of each WAF, p50 / p99 ms per class, with the share of the answers:\n\n", r.OpenShare*100)
+	b.WriteString("| server | all |")
+	for _, sh := range Shapes {
+		fmt.Fprintf(b, " %s |", sh)
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(Shapes)) + "\n")
+	for _, s := range r.Servers {
+		o := s.Open
+		if !s.WAF || o == nil || len(o.Shapes) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s / %s |", s.ID, ms(o.Latency.P50), ms(o.Latency.P99))
+		for _, sh := range Shapes {
+			l := o.Shapes[sh]
+			if l.N == 0 {
+				b.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(b, " %s / %s (%.0f%%) |", ms(l.P50), ms(l.P99), 100*float64(l.N)/float64(max(o.Latency.N, 1)))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // MaxInflightRun reports whether the server ran with the admission cap.

@@ -32,6 +32,11 @@ func fakeRun(rps float64, p99 float64, limited int) *Run {
 	r.finish()
 	r.Latency = Latency{N: 100, P50: p99 / 4, P95: p99 / 2, P99: p99, Max: p99 * 2}
 	r.Admitted = r.Latency
+	r.Shapes = map[string]Latency{
+		"benign_get":  {N: 70, P50: p99 / 8, P99: p99 / 2},
+		"benign_json": {N: 20, P50: p99 / 2, P99: p99},
+		"get_attack":  {N: 10, P50: p99 / 8, P99: p99 / 4},
+	}
 	return r
 }
 
@@ -54,6 +59,9 @@ func TestReport_write(t *testing.T) {
 		"| wasm-pass | not run: cmd/wafhost missing |",
 		"| wasm-crs-cap | 30.0 | 0.54x | 1.07x | 0.0 (100) | 12.5 | 25.0 | 50.0 | 100 | 0 | 0.0 | 0.00 | 2 | 0 | 0 | 35.0% / 35.0% |",
 		"## Admission cap",
+		"## Latency per class at 50% of saturation",
+		// No JSON attack was answered: a dash, not zeros.
+		"| wasm-crs | 12.5 / 50.0 | 6.25 / 25.0 (70%) | 6.25 / 12.5 (10%) | 25.0 / 50.0 (20%) | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
