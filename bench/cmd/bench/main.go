@@ -131,7 +131,7 @@ func run() int {
 	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "the whole run stops after this")
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
-	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, before the load runs, for the unloaded latency per class (0: none; no new pass after 2 minutes)")
+	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of 20 requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -272,23 +272,35 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	}
 
 	results := map[string]*bench.ServerResult{}
-	for i, id := range selected {
-		s := servers[slices.IndexFunc(servers, func(s *bench.Server) bool { return s.ID == id })]
+	resOf := map[string]*bench.ServerResult{}
+	for _, id := range selected {
+		s := serverOf(servers, id)
 		res := &bench.ServerResult{ID: s.ID, Name: s.Name, Path: s.Path, WAF: s.WAF}
 		r.Servers = append(r.Servers, res)
+		resOf[id] = res
 		if err := buildErrs[id]; err != nil {
 			res.Error = err.Error()
-			logf("[%d/%d %s] skipped: %v", i+1, len(selected), id, err)
+		}
+	}
+	var running map[string]*bench.Running
+	if o.unloaded > 0 {
+		running = unloadedStage(ctx, servers, env, pool, o, selected, resOf)
+	}
+	for i, id := range selected {
+		s, res := serverOf(servers, id), resOf[id]
+		tag := fmt.Sprintf("[%d/%d %s]", i+1, len(selected), id)
+		if res.Error != "" {
+			logf("%s skipped: %s", tag, res.Error)
 			continue
 		}
 		rate := 0.0
 		if base := results[s.CapOf]; base != nil && base.Open != nil {
 			rate = base.Open.TargetRate
 		}
-		err := measure(ctx, s, env, pool, o, rate, res, fmt.Sprintf("[%d/%d %s]", i+1, len(selected), id))
+		err := measure(ctx, s, running[id], env, pool, o, rate, res, tag)
 		if err != nil {
 			res.Error = err.Error()
-			logf("[%d/%d %s] failed: %v", i+1, len(selected), id, err)
+			logf("%s failed: %v", tag, err)
 			if ctx.Err() != nil {
 				return r, fmt.Errorf("stopped during %s: %w", id, context.Cause(ctx))
 			}
@@ -297,6 +309,91 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 		results[id] = res
 	}
 	return r, nil
+}
+
+func serverOf(servers []*bench.Server, id string) *bench.Server {
+	return servers[slices.IndexFunc(servers, func(s *bench.Server) bool { return s.ID == id })]
+}
+
+// unloadedStage starts every selected server that can run (the cap
+// variants of wasm-crs, which would repeat its figures, aside), warms each
+// up, and measures their unloaded latency together: each request of the
+// pool goes to every server in turn (bench.MeasureUnloaded), so that the
+// ratios to nginx + ModSecurity hold however the shared machine's speed
+// drifts. The servers stay up for their load runs (an idle server pinned
+// beside a busy one takes nothing from it); it returns them by ID. A
+// server that fails here is left to its load run, which starts it anew
+// and reports the error.
+func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) map[string]*bench.Running {
+	running := map[string]*bench.Running{}
+	var ids []string
+	var targets []bench.UnloadedTarget
+	for i, id := range selected {
+		s, res := serverOf(servers, id), resOf[id]
+		if res.Error != "" || s.CapOf != "" || s.Workers != 0 {
+			continue
+		}
+		tag := fmt.Sprintf("[%d/%d %s]", i+1, len(selected), id)
+		logf("%s starting: %s", tag, s.Name)
+		t0 := time.Now()
+		run, err := s.Start(ctx, env)
+		if err != nil {
+			logf("%s did not start for the unloaded run: %v", tag, err)
+			continue
+		}
+		res.ReadySeconds = time.Since(t0).Seconds()
+		if err := warmUp(ctx, run, pool, o, tag); err != nil {
+			logf("%s left out of the unloaded run: %v", tag, err)
+			run.Proc.Stop(3 * time.Second)
+			continue
+		}
+		running[id] = run
+		ids = append(ids, id)
+		targets = append(targets, bench.UnloadedTarget{BaseURL: run.URL, WAF: s.WAF})
+	}
+	if len(targets) == 0 {
+		return running
+	}
+	logf("unloaded: the pool one request at a time, %d passes, each block of 20 requests to the %d servers in turn", o.unloaded, len(targets))
+	us, errs, err := bench.MeasureUnloaded(ctx, pool, targets, o.unloaded, time.Duration(max(2, len(targets)))*time.Minute, o.timeout)
+	if err != nil {
+		return running
+	}
+	for k, id := range ids {
+		if errs[k] != nil {
+			logf("[%s] unloaded: %v", id, errs[k])
+			continue
+		}
+		u := us[k]
+		resOf[id].Unloaded = u
+		logf("[%s] unloaded p50 ms: benign GET %.2f, GET attack %.2f, benign JSON %.2f, JSON attack %.2f", id,
+			u.Shapes["benign_get"].P50, u.Shapes["get_attack"].P50, u.Shapes["benign_json"].P50, u.Shapes["json_attack"].P50)
+	}
+	return running
+}
+
+// warmUp sends the server unmeasured traffic for o.warm with two workers.
+func warmUp(ctx context.Context, run *bench.Running, pool *bench.Pool, o options, tag string) error {
+	if o.warm <= 0 {
+		return nil
+	}
+	if _, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: min(o.workers, 2), Duration: o.warm, Timeout: o.timeout, Drain: min(o.drain, 5*time.Second), Progress: progress(tag, "warm-up", o.warm)}); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+// progress returns the progress line writer of one phase of a server's run.
+func progress(tag, phase string, d time.Duration) func(int, float64) {
+	start := time.Now()
+	return func(done int, rps float64) {
+		el := time.Since(start)
+		state := fmt.Sprintf("%3.0f/%.0fs", el.Seconds(), d.Seconds())
+		if el > d {
+			state = fmt.Sprintf("waiting for requests in flight (%.0fs past)", (el - d).Seconds())
+		}
+		fmt.Fprintf(os.Stderr, "\r\033[K%s %s %s  %d done  %.1f/s", tag, phase, state, done, rps)
+	}
 }
 
 func verify(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, timeout time.Duration) (*bench.Verification, error) {
@@ -310,43 +407,23 @@ func verify(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *
 	return bench.Verify(ctx, run.URL, pool, timeout)
 }
 
-// measure starts one server, warms it up, runs the closed loop and then the
-// open loop at openRate (0: the configured share of the closed-loop rate),
-// reads its resource use and stops it.
-func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.Pool, o options, openRate float64, res *bench.ServerResult, tag string) error {
-	logf("%s starting: %s", tag, s.Name)
-	t0 := time.Now()
-	run, err := s.Start(ctx, env)
-	if err != nil {
-		return err
+// measure starts one server (unless run is the server started already),
+// warms it up, runs the closed loop and then the open loop at openRate
+// (0: the configured share of the closed-loop rate), reads its resource
+// use and stops it.
+func measure(ctx context.Context, s *bench.Server, run *bench.Running, env *bench.Env, pool *bench.Pool, o options, openRate float64, res *bench.ServerResult, tag string) error {
+	if run == nil {
+		logf("%s starting: %s", tag, s.Name)
+		t0 := time.Now()
+		var err error
+		if run, err = s.Start(ctx, env); err != nil {
+			return err
+		}
+		res.ReadySeconds = time.Since(t0).Seconds()
 	}
 	defer run.Proc.Stop(3 * time.Second)
-	res.ReadySeconds = time.Since(t0).Seconds()
-	progress := func(phase string, d time.Duration) func(int, float64) {
-		start := time.Now()
-		return func(done int, rps float64) {
-			el := time.Since(start)
-			state := fmt.Sprintf("%3.0f/%.0fs", el.Seconds(), d.Seconds())
-			if el > d {
-				state = fmt.Sprintf("waiting for requests in flight (%.0fs past)", (el - d).Seconds())
-			}
-			fmt.Fprintf(os.Stderr, "\r\033[K%s %s %s  %d done  %.1f/s", tag, phase, state, done, rps)
-		}
-	}
-	if o.warm > 0 {
-		if _, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: min(o.workers, 2), Duration: o.warm, Timeout: o.timeout, Drain: min(o.drain, 5*time.Second), Progress: progress("warm-up", o.warm)}); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	if o.unloaded > 0 {
-		logf("%s unloaded: the pool one request at a time, %d passes", tag, o.unloaded)
-		u, err := bench.MeasureUnloaded(ctx, pool, run.URL, s.WAF, o.unloaded, 2*time.Minute, o.timeout)
-		if err != nil {
-			return fmt.Errorf("unloaded: %w", err)
-		}
-		res.Unloaded = u
-		logf("%s unloaded p50 ms: benign GET %.2f, GET attack %.2f, benign JSON %.2f, JSON attack %.2f", tag,
-			u.Shapes["benign_get"].P50, u.Shapes["get_attack"].P50, u.Shapes["benign_json"].P50, u.Shapes["json_attack"].P50)
+	if err := warmUp(ctx, run, pool, o, tag); err != nil {
+		return err
 	}
 	u0, err := run.Proc.Usage()
 	if err != nil {
@@ -356,7 +433,7 @@ func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.P
 	if s.Workers > 0 {
 		workers = s.Workers
 	}
-	closed, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: workers, Duration: o.closed, Timeout: o.timeout, Drain: o.drain, Progress: progress("closed loop", o.closed)})
+	closed, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: workers, Duration: o.closed, Timeout: o.timeout, Drain: o.drain, Progress: progress(tag, "closed loop", o.closed)})
 	if err != nil {
 		return fmt.Errorf("closed loop: %w", err)
 	}
@@ -365,7 +442,7 @@ func measure(ctx context.Context, s *bench.Server, env *bench.Env, pool *bench.P
 		admitted := closed.Throughput * (1 - closed.LimitedShare())
 		openRate = max(0.1, admitted*o.openShare)
 	}
-	open, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: max(1, min(workers, int(openRate))), Rate: openRate, Duration: o.open, Timeout: o.timeout, Drain: o.drain, Progress: progress(fmt.Sprintf("open loop %.1f/s", openRate), o.open)})
+	open, err := bench.Load(ctx, pool, bench.LoadOptions{BaseURL: run.URL, Workers: max(1, min(workers, int(openRate))), Rate: openRate, Duration: o.open, Timeout: o.timeout, Drain: o.drain, Progress: progress(tag, fmt.Sprintf("open loop %.1f/s", openRate), o.open)})
 	if err != nil {
 		return fmt.Errorf("open loop: %w", err)
 	}

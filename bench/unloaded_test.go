@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMeasureUnloaded: each block of the pool goes to every target in
+// turn, each target's latency counts under its own shapes, and a target
+// that stops answering is taken out while the others go on.
+func TestMeasureUnloaded(t *testing.T) {
+	pool, err := NewPool(3, 2*unloadedBlock, DefaultMix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	serve := func(name string, postDelay time.Duration) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			if r.Method == http.MethodPost {
+				time.Sleep(postDelay)
+			}
+			if i := pool.Lookup(r.Method, r.URL.RequestURI()); i >= 0 && pool.Requests[i].Class == Attack {
+				w.WriteHeader(http.StatusForbidden)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	const slow = 30 * time.Millisecond
+	fast, slowPosts := serve("fast", 0), serve("slow", slow)
+	gone := serve("gone", 0)
+	gone.Close()
+	targets := []UnloadedTarget{{BaseURL: fast.URL, WAF: true}, {BaseURL: gone.URL, WAF: true}, {BaseURL: slowPosts.URL, WAF: true}}
+	us, errs, err := MeasureUnloaded(context.Background(), pool, targets, 2, time.Minute, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil || us[1] != nil {
+		t.Fatalf("errors %v: want one for the closed server alone", errs)
+	}
+	if len(order) != 2*2*len(pool.Requests) {
+		t.Fatalf("%d requests answered, want 2 passes over %d requests to 2 servers", len(order), len(pool.Requests))
+	}
+	// Each block of 20 requests goes to one server, then to the other.
+	for i, got := range order {
+		if want := []string{"fast", "slow"}[i/unloadedBlock%2]; got != want {
+			t.Fatalf("request %d went to %s, want %s: each block of the pool to every server in turn", i, got, want)
+		}
+	}
+	ms := float64(slow) / 1e6
+	for k, u := range []*Unloaded{us[0], us[2]} {
+		if u.Passes != 2 || u.Unexpected != 0 {
+			t.Errorf("target %d: %d passes, %d unexpected answers; want 2 and 0", k, u.Passes, u.Unexpected)
+		}
+	}
+	if got := us[0].Shapes["benign_json"].P50; got >= ms {
+		t.Errorf("fast server's JSON p50 %.1f ms, want under %.0f", got, ms)
+	}
+	if got := us[2].Shapes["benign_json"].P50; got < ms {
+		t.Errorf("slow server's JSON p50 %.1f ms, want %.0f or more", got, ms)
+	}
+	if got := us[2].Shapes["benign_get"].P50; got >= ms {
+		t.Errorf("slow server's GET p50 %.1f ms, want under %.0f: only its POSTs are slow", got, ms)
+	}
+}
