@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -66,7 +67,7 @@ func TestPreselection_sameAnswers(t *testing.T) {
 			answers = append(answers, answer{out: out, ids: newIDs(before, matchedIDs(p.logs()))})
 		}
 		removed, _ = p.metric(metricPreselectRemoved)
-		return answers, removed, hasLog(p.logs(), "debug: ", "waf: rule preselection removed ")
+		return answers, removed, debugRemoved(t, p.logs()) == removed
 	}
 	forEachRunner(t, func(t *testing.T, r runner) {
 		for _, set := range []struct {
@@ -95,12 +96,34 @@ func TestPreselection_sameAnswers(t *testing.T) {
 					t.Errorf("rule_preselection false: %s = %d, want 0", metricPreselectRemoved, removedOff)
 				}
 				if !debugLine {
-					t.Error("no debug line of the preselection")
+					t.Errorf("the preselection's debug lines do not add up to the %d rules of %s", removed, metricPreselectRemoved)
 				}
 				t.Logf("%d exchanges, %d rules removed in all", len(exchanges), removed)
 			})
 		}
 	})
+}
+
+// debugRemoved adds up the rules the preselection's debug lines say it
+// removed ("waf: rule preselection removed N of M screened rules,
+// unique_id ID", one per transaction that ran a screen), checking each
+// line's shape.
+func debugRemoved(t *testing.T, logs []string) uint64 {
+	t.Helper()
+	var sum uint64
+	for _, l := range logs {
+		rest, ok := strings.CutPrefix(l, "debug: waf: rule preselection removed ")
+		if !ok {
+			continue
+		}
+		var n, m int
+		var id string
+		if k, err := fmt.Sscanf(rest, "%d of %d screened rules, unique_id %s", &n, &m, &id); k != 3 || err != nil || n > m || id == "" {
+			t.Fatalf("debug line %q: want \"removed N of M screened rules, unique_id ID\" with N <= M (%v)", l, err)
+		}
+		sum += uint64(n)
+	}
+	return sum
 }
 
 // newIDs returns what after holds beyond before (both sorted): the rules
