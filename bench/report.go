@@ -243,7 +243,7 @@ func (r *Report) unloadedTable(b *strings.Builder) {
 	if !any {
 		return
 	}
-	b.WriteString("## Unloaded latency per class\n\nOne request at a time over one kept-alive connection, the pool in order, before the load runs (p50 ms; in brackets the ratio to nginx + ModSecurity's):\n\n")
+	fmt.Fprintf(b, "## Unloaded latency per class\n\nOne request at a time over one kept-alive connection per server, the pool in order, each block of %d of its requests to every server in turn, before the load runs (p50 ms; in brackets the ratio to nginx + ModSecurity's):\n\n", UnloadedBlock)
 	b.WriteString("| server | passes |")
 	for _, sh := range Shapes {
 		fmt.Fprintf(b, " %s |", sh)

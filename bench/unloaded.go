@@ -44,17 +44,17 @@ type UnloadedTarget struct {
 	WAF bool
 }
 
-// unloadedBlock is how many requests of the pool a target gets in a row.
-// Request by request, each target would wake from idle for every request
+// UnloadedBlock is how many requests of the pool a target gets in a row
+// in the unloaded run. Request by request, each target would wake from idle for every request
 // with its caches cold (the pass-through host's GET took 0.69 ms that way
 // against 0.27 ms alone): an operator's idle proxy answering requests one
 // after the other is warm. In blocks, only a block's first request is
 // cold, and a change of the machine's speed still reaches every target
 // within seconds.
-const unloadedBlock = 20
+const UnloadedBlock = 20
 
 // MeasureUnloaded sends the pool passes times in order (no new pass after
-// budget), one request at a time, to each target in turn, unloadedBlock
+// budget), one request at a time, to each target in turn, UnloadedBlock
 // requests at a time: a block of the pool goes to the first target, then
 // to the second, and so on, so that a change of the machine's speed
 // during the passes reaches every target alike and their ratios hold. It returns the latency per shape of
@@ -74,8 +74,8 @@ func MeasureUnloaded(ctx context.Context, pool *Pool, targets []UnloadedTarget, 
 	}
 	deadline := time.Now().Add(budget)
 	for pass := 0; pass < passes && time.Now().Before(deadline); pass++ {
-		for b := 0; b < len(pool.Requests); b += unloadedBlock {
-			block := pool.Requests[b:min(b+unloadedBlock, len(pool.Requests))]
+		for b := 0; b < len(pool.Requests); b += UnloadedBlock {
+			block := pool.Requests[b:min(b+UnloadedBlock, len(pool.Requests))]
 			for i, t := range targets {
 				for k := range block {
 					if err := ctx.Err(); err != nil {

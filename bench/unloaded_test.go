@@ -14,7 +14,7 @@ import (
 // turn, each target's latency counts under its own shapes, and a target
 // that stops answering is taken out while the others go on.
 func TestMeasureUnloaded(t *testing.T) {
-	pool, err := NewPool(3, 2*unloadedBlock, DefaultMix)
+	pool, err := NewPool(3, 2*UnloadedBlock, DefaultMix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestMeasureUnloaded(t *testing.T) {
 	}
 	// Each block of 20 requests goes to one server, then to the other.
 	for i, got := range order {
-		if want := []string{"fast", "slow"}[i/unloadedBlock%2]; got != want {
+		if want := []string{"fast", "slow"}[i/UnloadedBlock%2]; got != want {
 			t.Fatalf("request %d went to %s, want %s: each block of the pool to every server in turn", i, got, want)
 		}
 	}

@@ -131,7 +131,7 @@ func run() int {
 	flag.DurationVar(&o.deadline, "deadline", 10*time.Minute, "the whole run stops after this")
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
-	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of 20 requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
+	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of "+strconv.Itoa(bench.UnloadedBlock)+" requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -354,7 +354,7 @@ func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env,
 	if len(targets) == 0 {
 		return running
 	}
-	logf("unloaded: the pool one request at a time, %d passes, each block of 20 requests to the %d servers in turn", o.unloaded, len(targets))
+	logf("unloaded: the pool one request at a time, %d passes, each block of %d requests to the %d servers in turn", o.unloaded, bench.UnloadedBlock, len(targets))
 	us, errs, err := bench.MeasureUnloaded(ctx, pool, targets, o.unloaded, time.Duration(max(2, len(targets)))*time.Minute, o.timeout)
 	if err != nil {
 		return running
