@@ -45,12 +45,12 @@ type UnloadedTarget struct {
 }
 
 // UnloadedBlock is how many requests of the pool a target gets in a row
-// in the unloaded run. Request by request, each target would wake from idle for every request
-// with its caches cold (the pass-through host's GET took 0.69 ms that way
-// against 0.27 ms alone): an operator's idle proxy answering requests one
-// after the other is warm. In blocks, only a block's first request is
-// cold, and a change of the machine's speed still reaches every target
-// within seconds.
+// in the unloaded run. Request by request, each target would wake from
+// idle for every request with its caches cold (the pass-through host's
+// GET took 0.69 ms that way against 0.27 ms alone): an operator's idle
+// proxy answering requests one after the other is warm. In blocks, only
+// a block's first request is cold, and a change of the machine's speed
+// still reaches every target within seconds.
 const UnloadedBlock = 20
 
 // MeasureUnloaded sends the pool passes times in order (no new pass after
