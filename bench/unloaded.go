@@ -57,9 +57,10 @@ const UnloadedBlock = 20
 // budget), one request at a time, to each target in turn, UnloadedBlock
 // requests at a time: a block of the pool goes to the first target, then
 // to the second, and so on, so that a change of the machine's speed
-// during the passes reaches every target alike and their ratios hold. It returns the latency per shape of
-// each target, or the error that took it out: a target that fails one
-// request gets no more, the others go on. ctx ending stops all.
+// during the passes reaches every target alike and their ratios hold. It
+// returns the latency per shape of each target, or the error that took
+// it out: a target that fails one request gets no more, the others go
+// on. ctx ending stops all.
 func MeasureUnloaded(ctx context.Context, pool *Pool, targets []UnloadedTarget, passes int, budget, timeout time.Duration) ([]*Unloaded, []error, error) {
 	n := len(targets)
 	clients := make([]*http.Client, n)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -71,5 +72,34 @@ func TestMeasureUnloaded(t *testing.T) {
 	}
 	if got := us[2].Shapes["benign_get"].P50; got >= ms {
 		t.Errorf("slow server's GET p50 %.1f ms, want under %.0f: only its POSTs are slow", got, ms)
+	}
+}
+
+// TestMeasureUnloaded_budget: a pass starts only while the budget lasts;
+// with none left, no request is sent and no pass is counted.
+func TestMeasureUnloaded_budget(t *testing.T) {
+	pool, err := NewPool(3, UnloadedBlock, DefaultMix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		sent.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	targets := []UnloadedTarget{{BaseURL: srv.URL}}
+	for _, c := range []struct {
+		budget time.Duration
+		passes int
+	}{{time.Minute, 3}, {0, 0}} {
+		sent.Store(0)
+		us, errs, err := MeasureUnloaded(context.Background(), pool, targets, 3, c.budget, 5*time.Second)
+		if err != nil || errs[0] != nil {
+			t.Fatal(err, errs[0])
+		}
+		if us[0].Passes != c.passes || int(sent.Load()) != c.passes*len(pool.Requests) {
+			t.Errorf("budget %v: %d passes, %d requests; want %d passes of %d", c.budget, us[0].Passes, sent.Load(), c.passes, len(pool.Requests))
+		}
 	}
 }

@@ -611,23 +611,25 @@ func (ix *Index) constantJudges(waf coraza.WAF) {
 	if len(ix.constTX) == 0 {
 		return
 	}
-	var tx types.Transaction
+	// A rule with a macro in its argument has no judge of its own yet
+	// (phasePlan.add): argTX lists what the macro reads.
+	var ts plugintypes.TransactionState
 	for _, pp := range ix.plans {
 		if pp == nil {
 			continue
 		}
 		for _, r := range pp.rules {
-			if r.judge != nil || len(r.argTX) == 0 || !allIn(r.argTX, ix.constTX) {
+			if len(r.argTX) == 0 || !allIn(r.argTX, ix.constTX) {
 				continue
 			}
-			if tx == nil {
-				tx = waf.NewTransaction()
+			if ts == nil {
+				tx := waf.NewTransaction()
 				defer func() { _ = tx.Close() }()
+				var ok bool
+				if ts, ok = tx.(plugintypes.TransactionState); !ok {
+					return
+				}
 				ix.Start(tx)
-			}
-			ts, ok := tx.(plugintypes.TransactionState)
-			if !ok {
-				return
 			}
 			if judge, ok := fastpath.JudgeIn(r.op, ts); ok {
 				r.judge = judge

@@ -317,7 +317,7 @@ func serverOf(servers []*bench.Server, id string) *bench.Server {
 
 // unloadedStage starts every selected server that can run (the cap
 // variants of wasm-crs, which would repeat its figures, aside), warms each
-// up, and measures their unloaded latency together: each request of the
+// up, and measures their unloaded latency together: each block of the
 // pool goes to every server in turn (bench.MeasureUnloaded), so that the
 // ratios to nginx + ModSecurity hold however the shared machine's speed
 // drifts. The servers stay up for their load runs (an idle server pinned
