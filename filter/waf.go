@@ -91,7 +91,7 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if fix := inMemoryLimitDirective(directives); fix != "" {
 		compiled += "\n" + fix
 	}
-	cfg := coraza.NewWAFConfig().WithErrorCallback(logMatchedRule).WithDebugLogger(newDebugLogger())
+	cfg := coraza.NewWAFConfig().WithErrorCallback(newErrorLog().log).WithDebugLogger(newDebugLogger())
 	if !withPreselection {
 		waf, err := coraza.NewWAF(cfg.WithRootFS(rulesFS{}).WithDirectives(compiled))
 		if err != nil {
@@ -229,16 +229,6 @@ func (r recordingFS) ReadFile(name string) ([]byte, error) {
 		*r.mentioned = true
 	}
 	return data, nil
-}
-
-// logMatchedRule writes every rule match that asks to be logged to the proxy
-// log, in ModSecurity's error-log shape: [client ...] Coraza: ... [file ...]
-// [line ...] [id "N"] [rev ...] [msg ...] [data ...] [severity ...] ...
-// [uri ...] [unique_id ...]. Every match goes out at warn level, whatever
-// the rule's severity, so that one log level shows all of them (go-ftw greps
-// the proxy log for [id "N"]).
-func logMatchedRule(rule types.MatchedRule) {
-	proxywasm.LogWarn(rule.ErrorLog())
 }
 
 // auditWriterName is the SecAuditLogType value that sends audit log entries
