@@ -28,7 +28,11 @@ type Report struct {
 	// pool, checked before any measurement.
 	Verify  *Verification   `json:"verify,omitempty"`
 	Servers []*ServerResult `json:"servers"`
-	Notes   []string        `json:"notes,omitempty"`
+	// UpstreamUnloaded is the upstream's own unloaded latency, the client
+	// straight to it, taken in the same turns as the servers': what a
+	// proxy's row holds besides the proxy.
+	UpstreamUnloaded *Unloaded `json:"upstream_unloaded,omitempty"`
+	Notes            []string  `json:"notes,omitempty"`
 }
 
 // PoolInfo describes the traffic mix.
@@ -265,7 +269,53 @@ func (r *Report) unloadedTable(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, " %d |\n", u.Unexpected)
 	}
+	if up := r.UpstreamUnloaded; up != nil {
+		fmt.Fprintf(b, "| upstream, no proxy | %d |", up.Passes)
+		for _, sh := range Shapes {
+			fmt.Fprintf(b, " %s |", ms(up.Shapes[sh].P50))
+		}
+		fmt.Fprintf(b, " %d |\n", up.Unexpected)
+	}
 	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
+	r.frontTable(b)
+}
+
+// frontTable writes what each proxy without rules adds to the upstream's
+// own latency, per shape: its p50 less the upstream's, measured in the
+// same turns. For wasm-pass-v8 that is the V8 front's own cost (Node's
+// HTTP handling, the VM's calls, the hop to the upstream).
+func (r *Report) frontTable(b *strings.Builder) {
+	up := r.UpstreamUnloaded
+	if up == nil {
+		return
+	}
+	var rows []*ServerResult
+	for _, s := range r.Servers {
+		if !s.WAF && s.Unloaded != nil {
+			rows = append(rows, s)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("What each proxy without rules adds to the upstream's own latency (p50 less the upstream's, ms):\n\n| proxy |")
+	for _, sh := range Shapes {
+		fmt.Fprintf(b, " %s |", sh)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(Shapes)) + "\n")
+	for _, s := range rows {
+		fmt.Fprintf(b, "| %s |", s.ID)
+		for _, sh := range Shapes {
+			own, base := s.Unloaded.Shapes[sh], up.Shapes[sh]
+			if own.N == 0 || base.N == 0 {
+				b.WriteString(" - |")
+				continue
+			}
+			fmt.Fprintf(b, " %+.2f |", own.P50-base.P50)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // openShapesTable writes the open loop's latency per shape (p50 / p99):

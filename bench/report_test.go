@@ -52,6 +52,20 @@ func TestReport_write(t *testing.T) {
 		r.Servers = append(r.Servers, res)
 	}
 	r.Servers = append(r.Servers, &ServerResult{ID: IDWasmPass, Error: "cmd/wafhost missing\nmore"})
+	// The unloaded table: the proxy without rules less the upstream's own
+	// latency, a dash where a shape has no answer.
+	unloaded := func(get, attack, json float64) *Unloaded {
+		u := &Unloaded{Passes: 2, Shapes: map[string]Latency{}}
+		for sh, v := range map[string]float64{"benign_get": get, "get_attack": attack, "benign_json": json} {
+			if v > 0 {
+				u.Shapes[sh] = Latency{N: 10, P50: v}
+			}
+		}
+		return u
+	}
+	r.server(IDNginxModSec).Unloaded = unloaded(3, 4, 100)
+	r.Servers = append(r.Servers, &ServerResult{ID: IDWasmPassV8, Unloaded: unloaded(0.30, 0.32, 0.40)})
+	r.UpstreamUnloaded = unloaded(0.12, 0.125, 0)
 	md := r.Markdown()
 	for _, want := range []string{
 		"| wasm-crs | 20.0 | 0.36x | 0.71x |",
@@ -62,6 +76,8 @@ func TestReport_write(t *testing.T) {
 		"## Latency per class at 50% of saturation",
 		// No JSON attack was answered: a dash, not zeros.
 		"| wasm-crs | 12.5 / 50.0 | 6.25 / 25.0 (70%) | 6.25 / 12.5 (10%) | 25.0 / 50.0 (20%) | - |",
+		"| upstream, no proxy | 2 | 0.12 | 0.12 | - | - | 0 |",
+		"| wasm-pass-v8 | +0.18 | +0.20 | - | - |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

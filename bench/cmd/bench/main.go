@@ -284,7 +284,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	}
 	var running map[string]*bench.Running
 	if o.unloaded > 0 {
-		running = unloadedStage(ctx, servers, env, pool, o, selected, resOf)
+		running, r.UpstreamUnloaded = unloadedStage(ctx, servers, env, pool, o, selected, resOf)
 	}
 	for i, id := range selected {
 		s, res := serverOf(servers, id), resOf[id]
@@ -323,8 +323,10 @@ func serverOf(servers []*bench.Server, id string) *bench.Server {
 // drifts. The servers stay up for their load runs (an idle server pinned
 // beside a busy one takes nothing from it); it returns them by ID. A
 // server that fails here is left to its load run, which starts it anew
-// and reports the error.
-func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) map[string]*bench.Running {
+// and reports the error. The upstream itself takes its turns too, the
+// client straight to it: it returns that latency, the part of every
+// proxy's row that is not the proxy's.
+func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) (map[string]*bench.Running, *bench.Unloaded) {
 	running := map[string]*bench.Running{}
 	var ids []string
 	var targets []bench.UnloadedTarget
@@ -352,12 +354,13 @@ func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env,
 		targets = append(targets, bench.UnloadedTarget{BaseURL: run.URL, WAF: s.WAF})
 	}
 	if len(targets) == 0 {
-		return running
+		return running, nil
 	}
-	logf("unloaded: the pool one request at a time, %d passes, each block of %d requests to the %d servers in turn", o.unloaded, bench.UnloadedBlock, len(targets))
+	targets = append(targets, bench.UnloadedTarget{BaseURL: env.UpstreamURL})
+	logf("unloaded: the pool one request at a time, %d passes, each block of %d requests to the %d servers and the upstream in turn", o.unloaded, bench.UnloadedBlock, len(targets)-1)
 	us, errs, err := bench.MeasureUnloaded(ctx, pool, targets, o.unloaded, time.Duration(max(2, len(targets)))*time.Minute, o.timeout)
 	if err != nil {
-		return running
+		return running, nil
 	}
 	for k, id := range ids {
 		if errs[k] != nil {
@@ -369,7 +372,13 @@ func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env,
 		logf("[%s] unloaded p50 ms: benign GET %.2f, GET attack %.2f, benign JSON %.2f, JSON attack %.2f", id,
 			u.Shapes["benign_get"].P50, u.Shapes["get_attack"].P50, u.Shapes["benign_json"].P50, u.Shapes["json_attack"].P50)
 	}
-	return running
+	last := len(targets) - 1
+	if errs[last] != nil {
+		logf("[upstream] unloaded: %v", errs[last])
+		return running, nil
+	}
+	logf("[upstream] unloaded p50 ms, no proxy: benign GET %.2f", us[last].Shapes["benign_get"].P50)
+	return running, us[last]
 }
 
 // warmUp sends the server unmeasured traffic for o.warm with two workers.
