@@ -199,3 +199,53 @@ func TestErrorLog_fallback(t *testing.T) {
 		})
 	}
 }
+
+// TestPlugin_matchLogLines: on every runner, a rule's second match is
+// logged by the line built without Coraza (the first is checked against
+// Coraza's, or learns its phrase from it), so the two requests' lines
+// must be the same but for the transaction's ID; a deny names its action
+// and phase, a pass match is a warning.
+func TestPlugin_matchLogLines(t *testing.T) {
+	forEachRunner(t, func(t *testing.T, r runner) {
+		p, err := r.load(t, phaseConfig)
+		if err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		defer p.close()
+		for _, tc := range []struct {
+			name   string
+			ex     exchange
+			id     string
+			phrase string
+		}{
+			{"deny", exchange{path: "/a?x=1", headers: [][2]string{{"x-phase1", "attack"}}}, `[id "1001"]`, "] Coraza: Access denied (phase 1). phase 1 rule ["},
+			{"pass", exchange{path: "/b?log=me", headers: nil}, `[id "1005"]`, `] Coraza: Warning. logged, not blocked [`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var lines []string
+				for i := 1; i <= 2; i++ {
+					ex := tc.ex
+					reqID := fmt.Sprintf("req-%s-%d", tc.name, i)
+					ex.headers = append([][2]string{{"x-request-id", reqID}}, ex.headers...)
+					p.do(t, ex)
+					var got []string
+					for _, l := range p.logs() {
+						if strings.HasPrefix(l, "warn: ") && strings.Contains(l, tc.id) && strings.Contains(l, `[unique_id "`+reqID+`"]`) {
+							got = append(got, strings.TrimPrefix(l, "warn: "))
+						}
+					}
+					if len(got) != 1 {
+						t.Fatalf("request %d: %d warn lines with %s and its ID, want 1: %q", i, len(got), tc.id, got)
+					}
+					if !strings.Contains(got[0], tc.phrase) || !strings.HasSuffix(got[0], `[unique_id "`+reqID+`"]`) {
+						t.Errorf("request %d: line %q lacks %q or its transaction's ID at the end", i, got[0], tc.phrase)
+					}
+					lines = append(lines, got[0])
+				}
+				if want := strings.Replace(lines[0], "req-"+tc.name+"-1", "req-"+tc.name+"-2", 1); lines[1] != want {
+					t.Errorf("second line\n %s\nwant the first's but for the ID\n %s", lines[1], want)
+				}
+			})
+		}
+	})
+}
