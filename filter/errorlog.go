@@ -3,6 +3,7 @@ package filter
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
@@ -35,9 +36,11 @@ const warningPrefix = "Coraza: Warning. "
 // against Coraza's own line; a rule whose line differs keeps Coraza's
 // (fallback), so a difference can cost time but never change a line.
 //
-// One errorLog serves the WAFs of one compiled configuration; a VM runs
-// one callback at a time, so buf is reused without a lock.
+// One errorLog serves the WAFs of one compiled configuration. A VM runs
+// one callback at a time; natively, transactions of one WAF may run at
+// once, and take turns here.
 type errorLog struct {
+	mu    sync.Mutex
 	rules map[types.RuleMetadata]*ruleLine
 	buf   []byte
 	// write sends a line out; proxywasm.LogWarn unless a test looks.
@@ -68,7 +71,10 @@ func newErrorLog() *errorLog {
 
 // log is the WAF's error callback.
 func (l *errorLog) log(mr types.MatchedRule) {
-	l.write(l.line(mr))
+	l.mu.Lock()
+	line := l.line(mr)
+	l.mu.Unlock()
+	l.write(line)
 }
 
 // line returns mr's error-log line.

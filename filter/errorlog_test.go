@@ -2,7 +2,9 @@ package filter
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/corazawaf/coraza/v3"
@@ -152,15 +154,21 @@ func (fakeData) Key() string                      { return "a" }
 
 type fakeBase struct {
 	types.MatchedRule
-	rule types.RuleMetadata
+	rule   types.RuleMetadata
+	client string
 }
 
 func (b fakeBase) MatchedDatas() []types.MatchData { return []types.MatchData{fakeData{}} }
 func (b fakeBase) Rule() types.RuleMetadata        { return b.rule }
-func (fakeBase) ClientIPAddress() string           { return "10.1.2.3" }
-func (fakeBase) ServerIPAddress() string           { return "10.0.0.1" }
-func (fakeBase) URI() string                       { return "/" }
-func (fakeBase) TransactionID() string             { return "tx" }
+func (b fakeBase) ClientIPAddress() string {
+	if b.client != "" {
+		return b.client
+	}
+	return "10.1.2.3"
+}
+func (fakeBase) ServerIPAddress() string { return "10.0.0.1" }
+func (fakeBase) URI() string             { return "/" }
+func (fakeBase) TransactionID() string   { return "tx" }
 
 // TestErrorLog_fallback: a rule whose line from Coraza differs from the
 // built one keeps Coraza's lines from then on, for both kinds of match,
@@ -248,4 +256,40 @@ func TestPlugin_matchLogLines(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestErrorLog_concurrent: natively, transactions of one WAF may log at
+// once; each line stays whole.
+func TestErrorLog_concurrent(t *testing.T) {
+	el := newErrorLog()
+	lines := make(chan string, 4*2000)
+	el.write = func(l string) { lines <- l }
+	want := func(client string) string {
+		return `[client "` + client + `"] Coraza: Warning. m [file "f.conf"] [line "3"] [id "7"] [rev ""] [msg "m"] [data "d"] [severity "critical"] [ver ""] [maturity "0"] [accuracy "0"] [tag "t"] [hostname "10.0.0.1"] [uri "/"] [unique_id "tx"]`
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(client string) {
+			defer wg.Done()
+			asked := 0
+			mr := fakeMatch{MatchedRule: fakeBase{rule: fakeRule{}, client: client}, line: want(client), asked: &asked}
+			for i := 0; i < 2000; i++ {
+				el.log(mr)
+			}
+		}(strings.Repeat(strconv.Itoa(g), 10+g*7))
+	}
+	wg.Wait()
+	close(lines)
+	n := 0
+	for l := range lines {
+		n++
+		client := l[len(`[client "`):strings.Index(l, `"]`)]
+		if l != want(client) {
+			t.Fatalf("line %q is not whole", l)
+		}
+	}
+	if n != 4*2000 {
+		t.Errorf("%d lines, want %d", n, 4*2000)
+	}
 }
