@@ -122,7 +122,10 @@ func (l *errorLog) learn(mr types.MatchedRule, rl *ruleLine) string {
 	body := l.buf[client:]
 	cut := len(want) - len(body)
 	if cut > client && want[:client] == string(l.buf[:client]) && want[cut:] == string(body) {
-		if phrase := want[client:cut]; strings.HasPrefix(phrase, "Coraza: ") && strings.HasSuffix(phrase, ". ") {
+		// Coraza's phrases are short and hold no field: "Coraza: Access
+		// denied (phase 2). ", "Coraza: Custom disruptive action
+		// triggered (phase 1). ".
+		if phrase := want[client:cut]; len(phrase) <= 80 && strings.HasPrefix(phrase, "Coraza: ") && strings.HasSuffix(phrase, ". ") && !strings.ContainsAny(phrase, "[]\"") {
 			rl.disrupted = phrase
 			return want
 		}

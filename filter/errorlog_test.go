@@ -190,6 +190,7 @@ func TestErrorLog_fallback(t *testing.T) {
 		{"disruptive learned", true, denied, 1},
 		{"disruptive body differs", true, strings.Replace(denied, `[tag "t"]`, `[tag "u"]`, 1), 3},
 		{"disruptive phrase not a phrase", true, strings.Replace(built, "Coraza: Warning. ", "x", 1), 3},
+		{"disruptive phrase with a field", true, strings.Replace(built, "Coraza: Warning. ", `Coraza: [x "y"]. `, 1), 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
