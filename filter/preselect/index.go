@@ -721,6 +721,9 @@ type phasePlan struct {
 	// value (see memo.go), for the collections memoVar says.
 	memo    memo
 	memoVar []memoRule
+	// order is the order a screen reads the slots in: the collections of
+	// names first (exclusions.go).
+	order []int
 	// ids are the rule set's rules in the order of their IDs, for the
 	// ranges a screen removes (removeDropped); slotOf is the place of
 	// each of rules there.
@@ -842,6 +845,10 @@ type srule struct {
 	// where the TX values its additions read are final.
 	adds      []addition
 	addsFinal finality
+	// excl: for a trie rule Coraza may be told to skip collections of
+	// (exclusions.go), each collection it reads with the slots that stand
+	// for it; nil for any other rule.
+	excl []exclusion
 }
 
 // finality is where the TX values some rule reads are the ones it will
@@ -1099,6 +1106,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 		for _, v := range pp.vars {
 			pp.memoVar = append(pp.memoVar, memoized(v.v))
 		}
+		pp.order = slotOrder(pp.vars)
 		pp.orderByID(rules, p, byPos)
 		ix.plans[p] = pp
 		byPhase[p] = inPhase
@@ -1186,6 +1194,9 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 	}
 	countsSafe := !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated) && !facts.runtimeTargets.mayName(r)
 	var vars uint64
+	// exclBits: per collection the rule reads, the slots that stand for
+	// it (exclusions.go).
+	exclBits := map[variables.RuleVariable]uint64{}
 	stable, keyed := 0, 0 // whole stable collections read, and those with a plain key
 	// The plain keys a trie rule reads, beside whole collections.
 	var keys []varSlot
@@ -1263,6 +1274,7 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 			}
 		}
 		vars |= bit
+		exclBits[v] |= bit
 	}
 	if sr.txKeys != nil && facts.defaultsWrite {
 		return nil, reasonDefaultsTX
@@ -1320,6 +1332,7 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 				}
 			}
 			vars |= bit
+			exclBits[k.v] |= bit
 		}
 	}
 	sr.idx = len(pp.rules)
@@ -1331,6 +1344,9 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 	// It keeps its targets and chain too, for when the screen judges it
 	// on its own (a rule with skipAfter, to know where Coraza goes on).
 	sr.vars = vars
+	if excludable(r, facts) {
+		sr.excl = exclusionsOf(exclBits)
+	}
 	chain := sr.chain
 	// Coraza evaluates a multiMatch rule on the value as read and on every
 	// value a transformation of its chain changed

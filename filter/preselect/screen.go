@@ -24,6 +24,9 @@ type Report struct {
 	TxID              string
 	Phase             types.RulePhase
 	Screened, Removed int
+	// Excluded counts the collections kept rules were told to skip
+	// (exclusions.go).
+	Excluded int
 }
 
 // OnScreen, when set, receives a Report after each screen. The plugin sets
@@ -184,6 +187,11 @@ type txState struct {
 	nowGen  uint32
 	judged  int
 	removed int
+	// hit: per rule, one past the slot it matched in while the screen
+	// read the values (0: none); excluded counts the collections this
+	// screen told Coraza to skip (exclusions.go).
+	hit      []uint8
+	excluded int
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
 	// links: the rule set has a prelude: the chained rules of starters
@@ -223,6 +231,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.member = resize(st.member, len(pp.rules))
 	st.seen = resize(st.seen, len(pp.rules))
 	st.now = resize(st.now, len(pp.rules))
+	st.hit = resize(st.hit, len(pp.rules))
 	st.blocked = resize(st.blocked, 2*len(pp.rules))
 	st.have = resize(st.have, len(pp.vars))
 
@@ -343,7 +352,7 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	if st.done[seg] && st.pending[seg] == 0 {
 		return
 	}
-	st.tx, st.drop, st.judged, st.removed = st.tx[:0], st.drop[:0], 0, 0
+	st.tx, st.drop, st.judged, st.removed, st.excluded = st.tx[:0], st.drop[:0], 0, 0, 0
 	st.links, st.constTX = ix.prelude != nil, ix.constTX
 	if st.done[seg] {
 		// What this rule's stretch judges now may make the values of
@@ -362,7 +371,7 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 		st.dropJumps(pp, calls, pos)
 	}
 	if OnScreen != nil && st.judged != 0 {
-		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: st.judged, Removed: st.removed})
+		OnScreen(Report{TxID: tx.ID(), Phase: phase, Screened: st.judged, Removed: st.removed, Excluded: st.excluded})
 	}
 }
 
@@ -410,6 +419,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				st.decide(r, false)
 			case r.node != nil:
 				st.rules[r.idx] = inBatch
+				st.hit[r.idx] = 0
 				vars |= r.vars
 				trie++
 				for a := r.node; a != nil; a = a.parent {
@@ -446,11 +456,20 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			}
 		}
 	}
-	for i, v := range pp.vars {
+	// rank: the place in which this screen reads each slot, names first
+	// (exclusions.go).
+	var rank [maxSlots]int8
+	for i := range rank {
+		rank[i] = -1
+	}
+	read := int8(0)
+	for _, i := range pp.order {
+		v := pp.vars[i]
 		bit := uint64(1) << i
 		if vars&bit == 0 {
 			continue
 		}
+		rank[i], read = read, read+1
 		mr := pp.memoVar[i]
 		remember := batchID >= 0 && mr.max > 0
 		for _, value := range st.valuesOf(i, v, tx) {
@@ -476,6 +495,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			for _, idx := range found {
 				if r := pp.rules[idx]; st.rules[idx] == inBatch {
 					st.match(r)
+					st.hit[idx] = uint8(i) + 1
 				}
 			}
 		}
@@ -486,6 +506,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				st.decide(r, false)
 			}
 		}
+	}
+	if rm, ok := tx.(targetRemover); ok {
+		st.excludeRead(pp, rm, &rank)
 	}
 	clear(st.open)
 	st.judgePending(pp, tx, batch, pos)
@@ -982,6 +1005,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 		}
 		if st.judges(pp, r, value, scan) {
 			st.match(r)
+			st.hit[r.idx] = uint8(vi) + 1
 		}
 	}
 	for _, c := range n.children {

@@ -1,0 +1,131 @@
+package preselect
+
+import (
+	mbits "math/bits"
+	"slices"
+
+	"github.com/corazawaf/coraza/v3/types/variables"
+)
+
+// Collections a kept rule is told to skip.
+//
+// A trie rule the screen keeps matched some value, and Coraza evaluates it
+// on every value of every collection it reads: each through the rule's
+// transformations, with an entry in Coraza's transformation cache per
+// value and step. For an attack in a JSON body, the SQL injection and XSS
+// rules the screen keeps read ARGS_NAMES too, some 150 names for a 15 KB
+// body, besides the cookies and a few headers, while the attack is in
+// ARGS.
+//
+// The screen reads the collections of a batch one after the other
+// (phasePlan.order) and judges every rule still open on every value of
+// each. A rule is open until it matches: every collection it reads that
+// the screen read before the one it matched in holds no value it matches.
+// The screen tells Coraza to skip those collections for that rule in this
+// transaction, as ctl:ruleRemoveTargetById=ID;ARGS_NAMES would
+// (Transaction.RemoveRuleTargetByID with no key, which excludes every key
+// of the collection). The rule matches the same values as before, in the
+// same order, with the same captures, so its actions, matched data and log
+// line are the same; only values that cannot match are not transformed
+// and tried.
+//
+// The collections of names come first in that order: an attack is seldom
+// in a name, so a rule that matches in ARGS has had ARGS_NAMES read
+// before it.
+//
+// A rule qualifies when nothing else reads what an exclusion changes
+// (excludable):
+//   - it has no chained rule: Coraza applies a rule's exclusions to its
+//     chained rules too (corazawaf.Rule.doEvaluate looks them up by the
+//     starter's ID);
+//   - it is a trie rule, so it counts no collection (a count would change)
+//     and is not negated;
+//   - no directive changes its targets (SecRuleUpdateTargetById, ByTag,
+//     ByMsg), so the collections the screen read are the rule's.
+//
+// A keyed target (REQUEST_HEADERS:User-Agent) is skipped with its whole
+// collection, only when every slot of the rule that reads that collection,
+// whole or by key, was read before the match.
+
+// exclusion is a collection a trie rule reads and the slots (bits of
+// phasePlan.vars) the screen reads it through.
+type exclusion struct {
+	v    variables.RuleVariable
+	bits uint64
+}
+
+// excludable reports whether Coraza may be told to skip collections of
+// trie rule r (see above).
+func excludable(r observed, facts directiveFacts) bool {
+	return !hasAction(r.parsed.actions, "chain") && !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated)
+}
+
+// exclusionsOf lists bits in the order of the collections, for a rule
+// that reads them.
+func exclusionsOf(bits map[variables.RuleVariable]uint64) []exclusion {
+	out := make([]exclusion, 0, len(bits))
+	for v, b := range bits {
+		if b != 0 {
+			out = append(out, exclusion{v: v, bits: b})
+		}
+	}
+	slices.SortFunc(out, func(a, b exclusion) int { return int(a.v) - int(b.v) })
+	return out
+}
+
+// namesFirst are the collections of names, which a screen reads first.
+var namesFirst = map[variables.RuleVariable]bool{
+	variables.ArgsNames: true, variables.ArgsGetNames: true, variables.ArgsPostNames: true,
+	variables.RequestHeadersNames: true, variables.RequestCookiesNames: true,
+	variables.FilesNames: true, variables.ResponseHeadersNames: true,
+}
+
+// slotOrder is the order a screen reads the slots in: those of the
+// collections of names, then the others, each group in slot order.
+func slotOrder(vars []varSlot) []int {
+	order := make([]int, 0, len(vars))
+	for i, v := range vars {
+		if namesFirst[v.v] {
+			order = append(order, i)
+		}
+	}
+	for i, v := range vars {
+		if !namesFirst[v.v] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// excludeRead tells Coraza, for each rule of the batch the screen kept on
+// a match, to skip the collections it read before the one the rule
+// matched in (see above). rank holds the place in which the screen read
+// each slot (-1: not read); st.hit one past the slot each rule matched in
+// while the screen read the values (0: none).
+func (st *txState) excludeRead(pp *phasePlan, rm targetRemover, rank *[maxSlots]int8) {
+	for _, s := range st.batch {
+		for _, r := range pp.segs[s].rules {
+			if r.excl == nil || st.rules[r.idx] != matched || st.hit[r.idx] == 0 {
+				continue
+			}
+			h := rank[st.hit[r.idx]-1]
+			for _, e := range r.excl {
+				if readBefore(e.bits, rank, h) {
+					rm.RemoveRuleTargetByID(r.id, e.v, "", nil)
+					st.excluded++
+				}
+			}
+		}
+	}
+}
+
+// readBefore reports whether every slot of bits was read before the one
+// of rank h.
+func readBefore(bits uint64, rank *[maxSlots]int8, h int8) bool {
+	for b := bits; b != 0; b &= b - 1 {
+		if r := rank[mbits.TrailingZeros64(b)]; r < 0 || r >= h {
+			return false
+		}
+	}
+	return true
+}
