@@ -97,12 +97,34 @@ func slotOrder(vars []varSlot) []int {
 	return order
 }
 
+// matchedIn notes that trie rule r matched a value of slot i while the
+// screen read the values.
+func (st *txState) matchedIn(r *srule, i int) {
+	st.hit[r.idx] = uint8(i) + 1
+	if r.excl != nil {
+		st.candidates++
+	}
+}
+
 // excludeRead tells Coraza, for each rule of the batch the screen kept on
 // a match, to skip the collections it read before the one the rule
-// matched in (see above). rank holds the place in which the screen read
-// each slot (-1: not read); st.hit one past the slot each rule matched in
-// while the screen read the values (0: none).
-func (st *txState) excludeRead(pp *phasePlan, rm targetRemover, rank *[maxSlots]int8) {
+// matched in (see above). vars are the slots the screen read, in the
+// order phasePlan.order; st.hit holds one past the slot each rule matched
+// in while the screen read them (0: none).
+func (st *txState) excludeRead(pp *phasePlan, tx any, vars uint64) {
+	rm, ok := tx.(targetRemover)
+	if !ok {
+		return
+	}
+	var rank [maxSlots]int8
+	n := int8(0)
+	for _, i := range pp.order {
+		if vars&(1<<i) != 0 {
+			rank[i], n = n, n+1
+		} else {
+			rank[i] = -1
+		}
+	}
 	for _, s := range st.batch {
 		for _, r := range pp.segs[s].rules {
 			if r.excl == nil || st.rules[r.idx] != matched || st.hit[r.idx] == 0 {
@@ -110,7 +132,7 @@ func (st *txState) excludeRead(pp *phasePlan, rm targetRemover, rank *[maxSlots]
 			}
 			h := rank[st.hit[r.idx]-1]
 			for _, e := range r.excl {
-				if readBefore(e.bits, rank, h) {
+				if readBefore(e.bits, &rank, h) {
 					rm.RemoveRuleTargetByID(r.id, e.v, "", nil)
 					st.excluded++
 				}

@@ -188,10 +188,11 @@ type txState struct {
 	judged  int
 	removed int
 	// hit: per rule, one past the slot it matched in while the screen
-	// read the values (0: none); excluded counts the collections this
-	// screen told Coraza to skip (exclusions.go).
-	hit      []uint8
-	excluded int
+	// read the values (0: none); candidates counts such rules that may
+	// skip collections, and excluded the collections this screen told
+	// Coraza to skip (exclusions.go).
+	hit                  []uint8
+	candidates, excluded int
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
 	// links: the rule set has a prelude: the chained rules of starters
@@ -456,20 +457,13 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			}
 		}
 	}
-	// rank: the place in which this screen reads each slot, names first
-	// (exclusions.go).
-	var rank [maxSlots]int8
-	for i := range rank {
-		rank[i] = -1
-	}
-	read := int8(0)
+	st.candidates = 0
 	for _, i := range pp.order {
 		v := pp.vars[i]
 		bit := uint64(1) << i
 		if vars&bit == 0 {
 			continue
 		}
-		rank[i], read = read, read+1
 		mr := pp.memoVar[i]
 		remember := batchID >= 0 && mr.max > 0
 		for _, value := range st.valuesOf(i, v, tx) {
@@ -495,7 +489,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			for _, idx := range found {
 				if r := pp.rules[idx]; st.rules[idx] == inBatch {
 					st.match(r)
-					st.hit[idx] = uint8(i) + 1
+					st.matchedIn(r, i)
 				}
 			}
 		}
@@ -507,8 +501,8 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			}
 		}
 	}
-	if rm, ok := tx.(targetRemover); ok {
-		st.excludeRead(pp, rm, &rank)
+	if st.candidates != 0 {
+		st.excludeRead(pp, tx, vars)
 	}
 	clear(st.open)
 	st.judgePending(pp, tx, batch, pos)
@@ -1005,7 +999,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 		}
 		if st.judges(pp, r, value, scan) {
 			st.match(r)
-			st.hit[r.idx] = uint8(vi) + 1
+			st.matchedIn(r, vi)
 		}
 	}
 	for _, c := range n.children {
