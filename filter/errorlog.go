@@ -118,7 +118,7 @@ func (l *errorLog) learn(mr types.MatchedRule, rl *ruleLine) string {
 	want := mr.ErrorLog()
 	l.buf = appendClient(l.buf[:0], mr)
 	client := len(l.buf)
-	l.buf = l.appendBody(l.buf, mr, rl)
+	l.buf = appendBody(l.buf, mr, rl)
 	body := l.buf[client:]
 	cut := len(want) - len(body)
 	if cut > client && want[:client] == string(l.buf[:client]) && want[cut:] == string(body) {
@@ -138,7 +138,7 @@ func (l *errorLog) learn(mr types.MatchedRule, rl *ruleLine) string {
 func (l *errorLog) format(mr types.MatchedRule, rl *ruleLine, prefix string) string {
 	l.buf = appendClient(l.buf[:0], mr)
 	l.buf = append(l.buf, prefix...)
-	l.buf = l.appendBody(l.buf, mr, rl)
+	l.buf = appendBody(l.buf, mr, rl)
 	return string(l.buf)
 }
 
@@ -150,7 +150,7 @@ func appendClient(b []byte, mr types.MatchedRule) []byte {
 
 // appendBody appends what follows the phrase: the message, the details of
 // the first match and the extra matches of a chain, as Coraza writes them.
-func (l *errorLog) appendBody(b []byte, mr types.MatchedRule, rl *ruleLine) []byte {
+func appendBody(b []byte, mr types.MatchedRule, rl *ruleLine) []byte {
 	mds := mr.MatchedDatas()
 	first := mds[0]
 	msg := first.Message()
@@ -164,19 +164,12 @@ func (l *errorLog) appendBody(b []byte, mr types.MatchedRule, rl *ruleLine) []by
 	b = append(b, cut(msg)...)
 	b = append(b, ' ')
 	b = append(b, rl.head...)
-	b = append(b, " [msg "...)
-	b = strconv.AppendQuote(b, cut(first.Message()))
-	b = append(b, "] [data "...)
-	b = strconv.AppendQuote(b, cut(first.Data()))
-	b = append(b, ']')
+	b = appendField(b, " [msg ", cut(first.Message()))
+	b = appendField(b, " [data ", cut(first.Data()))
 	b = append(b, rl.tail...)
-	b = append(b, " [hostname "...)
-	b = strconv.AppendQuote(b, mr.ServerIPAddress())
-	b = append(b, "] [uri "...)
-	b = strconv.AppendQuote(b, mr.URI())
-	b = append(b, "] [unique_id "...)
-	b = strconv.AppendQuote(b, mr.TransactionID())
-	b = append(b, ']')
+	b = appendField(b, " [hostname ", mr.ServerIPAddress())
+	b = appendField(b, " [uri ", mr.URI())
+	b = appendField(b, " [unique_id ", mr.TransactionID())
 	for n, md := range mds[1:] {
 		m, d := md.Message(), md.Data()
 		if m == "" && d == "" {

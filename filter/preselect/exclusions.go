@@ -4,6 +4,7 @@ import (
 	mbits "math/bits"
 	"slices"
 
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types/variables"
 )
 
@@ -110,8 +111,9 @@ func (st *txState) matchedIn(r *srule, i int) {
 // a match, to skip the collections it read before the one the rule
 // matched in (see above). vars are the slots the screen read, in the
 // order phasePlan.order; st.hit holds one past the slot each rule matched
-// in while the screen read them (0: none).
-func (st *txState) excludeRead(pp *phasePlan, tx any, vars uint64) {
+// in while the screen read them (0: none; enter clears it, and a rule is in
+// a batch once a phase).
+func (st *txState) excludeRead(pp *phasePlan, tx plugintypes.TransactionState, vars uint64) {
 	rm, ok := tx.(targetRemover)
 	if !ok {
 		return

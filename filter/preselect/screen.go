@@ -420,7 +420,6 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				st.decide(r, false)
 			case r.node != nil:
 				st.rules[r.idx] = inBatch
-				st.hit[r.idx] = 0
 				vars |= r.vars
 				trie++
 				for a := r.node; a != nil; a = a.parent {

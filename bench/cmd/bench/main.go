@@ -406,7 +406,7 @@ func progress(tag, phase string, d time.Duration) func(int, float64) {
 }
 
 func verify(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, timeout time.Duration) (*bench.Verification, error) {
-	s := servers[slices.IndexFunc(servers, func(s *bench.Server) bool { return s.ID == bench.IDCoraza })]
+	s := serverOf(servers, bench.IDCoraza)
 	logf("checking the pool against native Coraza (%d requests, one at a time)", len(pool.Requests))
 	run, err := s.Start(ctx, env)
 	if err != nil {
