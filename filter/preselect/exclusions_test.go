@@ -41,10 +41,15 @@ func exclusionTrace(t *testing.T, waf coraza.WAF, query string, headers ...[2]st
 	}
 	var b strings.Builder
 	for _, mr := range tx.MatchedRules() {
-		fmt.Fprintf(&b, "%d:", mr.Rule().ID())
+		// Coraza keeps a collection's keys in a map, so a rule that
+		// matches several keys lists them in no fixed order: compare
+		// them sorted.
+		var datas []string
 		for _, md := range mr.MatchedDatas() {
-			fmt.Fprintf(&b, " %s:%s=%q", md.Variable().Name(), md.Key(), md.Value())
+			datas = append(datas, fmt.Sprintf(" %s:%s=%q", md.Variable().Name(), md.Key(), md.Value()))
 		}
+		slices.Sort(datas)
+		fmt.Fprintf(&b, "%d:%s", mr.Rule().ID(), strings.Join(datas, ""))
 		b.WriteString("\n" + mr.ErrorLog() + "\n")
 	}
 	return b.String(), excluded
