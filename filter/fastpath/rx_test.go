@@ -127,7 +127,15 @@ func TestRequired(t *testing.T) {
 		{`a*`, nil},
 		{`(?:foo)?bar`, []string{"bar"}},
 		{`x{0,3}`, nil},
-		{`(?i)[Ss]leep\(`, []string{"leep("}},
+		{`(?i)[Ss]leep\(`, []string{"sleep("}}, // a run: [Ss] then leep\(
+		// A run through a repeat and classes: every match holds one of
+		// these, where "." alone was the best piece.
+		{`(?:^|[/;\x5c])\.{2,3}[/;\x5c]`, []string{"../", "..;", "..\\"}},
+		// Gaps: a value with neither quote may only match "bus".
+		{`(?i)b["']*u["']*s`, []string{"\"", "'", "bus"}},
+		// A gap of letters is never taken as empty.
+		{`foo[a-z]*bar`, []string{"foo"}},
+		{`(?i)select\s+from`, []string{"select"}},
 		{`^$`, nil},
 		{`(?i)k`, []string{"k"}}, // the Kelvin sign: mayMatch lets it through
 		{`foo|.*`, nil},
