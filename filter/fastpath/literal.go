@@ -635,4 +635,3 @@ func litOdds(lit string) float64 {
 	}
 	return p
 }
-
