@@ -31,26 +31,153 @@ type Union struct {
 	n     int
 }
 
-// Filtered reports whether op is an operator this package built with a
-// literal filter, which a Union can stand in for.
+// Filtered reports whether op is an operator this package built that a
+// Union can stand in for (unionLiterals).
 func Filtered(op plugintypes.Operator) bool {
-	o, ok := op.(*rx)
-	return ok && o.filter != nil
+	_, ok := unionLiterals(op)
+	return ok
 }
 
-// Confirm returns the match decision of an @rx operator without its
-// literal filter, for a value its filter (or a Union) may match.
+// unionLiterals returns the literals, lower-cased, one of which a value
+// must hold (ASCII case aside) for op to match it:
+//   - an @rx: those of its literal filter;
+//   - a @pm or @pmFromFile, when none of its patterns is empty (an empty
+//     one makes the verdict the library's prefilter's, see pmSet):
+//     pmLiterals;
+//   - a @validateByteRange with an argument: the bytes out of its range,
+//     when there are at most maxUnionBytes;
+//   - a byte pattern with first bytes (firstBytes): those, when there are
+//     at most maxUnionBytes.
+//
+// Upper-case bytes are lower-cased, as the union reads values: the
+// literals may then let through more than the operator's own test, never
+// less.
+func unionLiterals(op plugintypes.Operator) ([]string, bool) {
+	switch o := op.(type) {
+	case *rx:
+		if o.filter != nil {
+			return o.filter.lits, true
+		}
+	case *pm:
+		if o.minLen > 0 && o.set != nil && !o.set.empty {
+			return pmLiterals(o.patterns), true
+		}
+	case *byteRange:
+		if !o.all {
+			return byteLiterals(func(c byte) bool { return !o.allowed[c] })
+		}
+	case *byteRx:
+		if o.first != nil {
+			return byteLiterals(func(c byte) bool { return o.first[c] })
+		}
+	}
+	return nil, false
+}
+
+// pmLiterals returns the literals a union takes for a list of patterns:
+// the patterns themselves when they hold at most maxUnionPM bytes, else
+// a piece of each, its rarest (litOdds) of pmPiece bytes.
+//
+// Every value a union scans pays for its size, while a list scans only
+// the values of its own rule: the CRS's long lists (of files, of shell
+// commands: 7-14 KB) as they are would make the scans of the other values
+// slower by more than they save. Their pieces are few (709 shell commands
+// and variables take 29, most with a $ or a /), and a value holds a
+// pattern only if it holds its piece; the rule's own list then decides.
+func pmLiterals(patterns []string) []string {
+	lits := make([]string, len(patterns))
+	whole := patternBytes(patterns) <= maxUnionPM
+	for i, p := range patterns {
+		if !whole && len(p) > pmPiece {
+			best := p[:pmPiece]
+			for j := 1; j+pmPiece <= len(p); j++ {
+				if piece := p[j : j+pmPiece]; litOdds(lowerASCII(piece)) < litOdds(lowerASCII(best)) {
+					best = piece
+				}
+			}
+			p = best
+		}
+		lits[i] = lowerASCII(p)
+	}
+	if whole {
+		return lits
+	}
+	return minimal(lits)
+}
+
+// maxUnionPM is the most bytes of patterns a union takes whole from one
+// list; pmPiece is the length of the pieces it takes from a longer one.
+const (
+	maxUnionPM = 4096
+	pmPiece    = 4
+)
+
+// patternBytes is the length of the patterns together.
+func patternBytes(patterns []string) int {
+	n := 0
+	for _, p := range patterns {
+		n += len(p)
+	}
+	return n
+}
+
+// maxUnionBytes is the most one-byte literals unionLiterals gives an
+// operator.
+const maxUnionBytes = 32
+
+// byteLiterals returns the bytes in, lower-cased, as one-byte literals,
+// when there are at most maxUnionBytes.
+func byteLiterals(in func(c byte) bool) ([]string, bool) {
+	var seen [256]bool
+	var lits []string
+	for c := range 256 {
+		if l := asciiLower(byte(c)); in(byte(c)) && !seen[l] {
+			seen[l] = true
+			lits = append(lits, string([]byte{l}))
+		}
+	}
+	return lits, len(lits) > 0 && len(lits) <= maxUnionBytes
+}
+
+// lowerASCII maps the ASCII upper-case letters of s to lower case.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = asciiLower(b[j])
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// Confirm returns the match decision of an operator a Union stands in for
+// (Filtered), for a value the union may match.
 func Confirm(op plugintypes.Operator) func(string) bool {
-	return op.(*rx).matches
+	switch o := op.(type) {
+	case *rx:
+		return o.matches
+	case *pm:
+		return o.judge
+	case *byteRange:
+		return o.matches
+	case *byteRx:
+		return o.matches
+	}
+	panic("fastpath: Confirm of an operator no union stands in for")
 }
 
-// NewUnion builds the union of the literal filters of ops, each of which
-// must be Filtered. It takes at most 65,536 operators.
+// NewUnion builds the union of the literals of ops (unionLiterals), each
+// of which must be Filtered. It takes at most 65,536 operators.
 func NewUnion(ops []plugintypes.Operator) *Union {
 	u := &Union{n: len(ops)}
 	size := 1
-	for _, op := range ops {
-		for _, lit := range op.(*rx).filter.lits {
+	opLits := make([][]string, len(ops))
+	for i, op := range ops {
+		opLits[i], _ = unionLiterals(op)
+		for _, lit := range opLits[i] {
 			size += len(lit)
 		}
 	}
@@ -64,8 +191,8 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 			ends[n] = append(ends[n], op)
 		}
 	}
-	for i, op := range ops {
-		for _, lit := range op.(*rx).filter.lits {
+	for i, lits := range opLits {
+		for _, lit := range lits {
 			n := int32(0)
 			for j := 0; j < len(lit); j++ {
 				c := lit[j]

@@ -2,13 +2,15 @@ package fastpath
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 )
 
-// crsFiltered builds every CRS @rx pattern that gets a literal filter.
+// crsFiltered builds every CRS @rx pattern that gets a literal filter (the
+// byte patterns aside).
 func crsFiltered(t *testing.T) []plugintypes.Operator {
 	t.Helper()
 	var ops []plugintypes.Operator
@@ -17,7 +19,7 @@ func crsFiltered(t *testing.T) []plugintypes.Operator {
 		if err != nil {
 			t.Fatalf("%q: %v", p, err)
 		}
-		if Filtered(op) {
+		if o, ok := op.(*rx); ok && o.filter != nil {
 			ops = append(ops, op)
 		}
 	}
@@ -199,4 +201,103 @@ func TestACTable_rows(t *testing.T) {
 			t.Errorf("%q: match %v, want %v", v, got, want)
 		}
 	}
+}
+
+// TestUnion_otherOperators: a union that also stands in for @pm,
+// @pmFromFile, @validateByteRange and the byte patterns never lets a value
+// pass that the operator matches; for a list it takes whole, its answer is
+// the operator's own, but for the runes that fold to ASCII letters, which
+// pass every operator of a union.
+func TestUnion_otherOperators(t *testing.T) {
+	root := testRoot(t)
+	crs := crsArgs(t)
+	var ops []plugintypes.Operator
+	var names []string
+	add := func(name string, op plugintypes.Operator, err error) {
+		if err == nil && Filtered(op) {
+			ops = append(ops, op)
+			names = append(names, name)
+		}
+	}
+	for _, a := range append(crs["pm"], "é Ä ſ \u212a", "\xff", "İ K", "FOO Bar", "a ab abc") {
+		op, err := newPM(plugintypes.OperatorOptions{Arguments: a})
+		add("@pm "+a, op, err)
+	}
+	for _, a := range append(crs["pmFromFile"], append(crs["pmf"], "nonascii.data", "overlap.data", "dup.data")...) {
+		op, err := newPMFromFile(plugintypes.OperatorOptions{Arguments: a, Path: []string{""}, Root: root})
+		add("@pmFromFile "+a, op, err)
+	}
+	for _, a := range append(crs["validateByteRange"], "1-255", "65-90, 97-122", "9,10,13,32-126,128-255") {
+		op, err := newByteRange(plugintypes.OperatorOptions{Arguments: a})
+		add("@validateByteRange "+a, op, err)
+	}
+	var bytePatterns int
+	for _, p := range crsPatterns(t) {
+		if needsByteRegexp("(?sm)" + p) {
+			op, err := newRx(plugintypes.OperatorOptions{Arguments: p})
+			add("@rx "+p, op, err)
+			bytePatterns++
+		}
+	}
+	kinds := map[string]int{}
+	for _, n := range names {
+		kinds[strings.Fields(n)[0]]++
+	}
+	if kinds["@pm"] < 5 || kinds["@pmFromFile"] < 10 || kinds["@validateByteRange"] < 3 || kinds["@rx"] < 1 {
+		t.Fatalf("operators a union stands in for, by kind: %v", kinds)
+	}
+	// The CRS's own @rx filters share the union, as in the screen.
+	rxs := crsFiltered(t)
+	all := append(slices.Clone(ops), rxs...)
+	u := NewUnion(all)
+	t.Logf("%v and %d @rx filters: union of %d bytes", kinds, len(rxs), u.Size())
+
+	values := append(sampled(corpus(t)), operatorValues...)
+	for _, op := range ops {
+		if o, ok := op.(*pm); ok {
+			for _, p := range o.patterns[:min(len(o.patterns), 50)] {
+				values = append(values, p, strings.ToUpper(p), "x"+p+"x", p[:len(p)-1])
+			}
+		}
+	}
+	for c := range 256 {
+		values = append(values, "ab"+string(rune(c))+"cd", string([]byte{byte(c)}))
+	}
+	hits := make([]uint64, (len(all)+63)/64)
+	var wrong, passed, matched int
+	for _, v := range values {
+		clear(hits)
+		u.Scan(v, hits)
+		folds := strings.ContainsRune(v, '\u212a') || strings.ContainsRune(v, '\u017f')
+		for i, op := range ops {
+			hit := hits[i>>6]&(1<<(i&63)) != 0
+			m := Confirm(op)(v)
+			if m != op.Evaluate(&captureTx{}, v) {
+				t.Fatalf("%s on %q: Confirm %v, Evaluate %v", names[i], v, m, !m)
+			}
+			o, isPM := op.(*pm)
+			exactPM := isPM && patternBytes(o.patterns) <= maxUnionPM
+			if m && !hit || exactPM && hit && !m && !folds {
+				wrong++
+				if wrong < 10 {
+					t.Errorf("%s on %q: union %v, operator %v", names[i], v, hit, m)
+				}
+			}
+			if hit {
+				passed++
+			}
+			if m {
+				matched++
+			}
+		}
+		for i, op := range rxs {
+			if got, want := hits[(len(ops)+i)>>6]&(1<<((len(ops)+i)&63)) != 0, op.(*rx).filter.mayMatch(v); got != want {
+				wrong++
+				if wrong < 10 {
+					t.Errorf("%q on %q: union %v, filter %v", op.(*rx).expr, v, got, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d values: %d passed the union, %d matched, %d wrong", len(values), passed, matched, wrong)
 }
