@@ -145,10 +145,11 @@ func hasLowerPrefix(s, lit string) bool {
 // way (level 2): each piece alone, the longest shortest literal first
 // (leaner).
 func required(re *syntax.Regexp) (set []string, ok bool) {
-	return requiredIn(re, 0)
+	budget := maxSpread
+	return requiredIn(re, 0, &budget)
 }
 
-func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
+func requiredIn(re *syntax.Regexp, level int, budget *int) (set []string, ok bool) {
 	lean := level == 2
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -163,10 +164,10 @@ func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
 	case syntax.OpCharClass:
 		return classLiterals(re)
 	case syntax.OpCapture, syntax.OpPlus:
-		return requiredIn(re.Sub[0], level)
+		return requiredIn(re.Sub[0], level, budget)
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return requiredIn(re.Sub[0], level)
+			return requiredIn(re.Sub[0], level, budget)
 		}
 		return nil, false
 	case syntax.OpConcat:
@@ -181,7 +182,7 @@ func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
 		var best []string
 		found := false
 		for _, sub := range re.Sub {
-			s, ok := requiredIn(sub, level)
+			s, ok := requiredIn(sub, level, budget)
 			if ok && (!found || prefer(s, best)) {
 				best, found = s, true
 			}
@@ -192,11 +193,14 @@ func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
 		if s, ok := concatRuns(re.Sub, prefer); ok && (!found || prefer(s, best)) {
 			best, found = s, true
 		}
+		if s, ok := spread(re, budget); ok && (!found || prefer(s, best)) {
+			best, found = s, true
+		}
 		return best, found
 	case syntax.OpAlternate:
 		var all []string
 		for _, sub := range re.Sub {
-			s, ok := requiredIn(sub, level)
+			s, ok := requiredIn(sub, level, budget)
 			if !ok {
 				return nil, false
 			}
@@ -205,7 +209,7 @@ func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
 				if lean {
 					return nil, false
 				}
-				return requiredIn(re, level+1)
+				return requiredIn(re, level+1, budget)
 			}
 		}
 		return all, len(all) > 0
@@ -214,6 +218,55 @@ func requiredIn(re *syntax.Regexp, level int) (set []string, ok bool) {
 	// assertions and empty matches require nothing.
 	return nil, false
 }
+
+// spread is required for a concatenation with an alternation among its
+// pieces, x(?:a|b)y, taken as the alternation of the concatenations of
+// each branch, xay|xby: the same matches. Patterns that list words
+// factor their first letters out (a(?:dduser|lias)|b(?:ash|zip)); spread
+// then finds the words whole. It spreads the first alternation of at
+// most maxBranches, and every concatenation it makes spreads its own;
+// budget caps the concatenations made in all, past which spread finds
+// nothing.
+func spread(re *syntax.Regexp, budget *int) ([]string, bool) {
+	for k, sub := range re.Sub {
+		for sub.Op == syntax.OpCapture {
+			sub = sub.Sub[0]
+		}
+		if sub.Op != syntax.OpAlternate {
+			continue
+		}
+		if len(sub.Sub) > maxBranches || *budget < len(sub.Sub) {
+			return nil, false
+		}
+		*budget -= len(sub.Sub)
+		var all []string
+		for _, b := range sub.Sub {
+			subs := slices.Clone(re.Sub[:k])
+			if b.Op == syntax.OpConcat {
+				subs = append(subs, b.Sub...)
+			} else {
+				subs = append(subs, b)
+			}
+			subs = append(subs, re.Sub[k+1:]...)
+			s, ok := requiredIn(&syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags, Sub: subs}, 0, budget)
+			if !ok {
+				return nil, false
+			}
+			if all = minimal(append(all, s...)); len(all) > maxLiterals {
+				return nil, false
+			}
+		}
+		return all, true
+	}
+	return nil, false
+}
+
+// maxBranches is the most branches of an alternation spread takes apart;
+// maxSpread the most concatenations it makes for one pattern.
+const (
+	maxBranches = 64
+	maxSpread   = 4096
+)
 
 // Runs of pieces with a finite set of matches. The pieces of a
 // concatenation each required() looks at alone give short literals where

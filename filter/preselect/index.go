@@ -1390,13 +1390,17 @@ func hasCount(ts []starget) bool {
 	return false
 }
 
-// unite gives the plan the union of the literal filters of the trie's
-// @rx rules.
+// unite gives the plan the union of the literals of the trie's rules
+// whose operators a union stands in for (fastpath.Filtered), but those the
+// prelude decides (phasePlan.initial): no screen judges them, and the
+// literals of the higher paranoia levels' rules (one letter each, for
+// some) would have the union report a literal at most bytes of a text.
 func (pp *phasePlan) unite() {
 	var ops []plugintypes.Operator
+	pp.union, pp.hitWords = nil, 0
 	for _, r := range pp.rules {
 		r.slot = -1
-		if r.node != nil && fastpath.Filtered(r.op) {
+		if r.node != nil && fastpath.Filtered(r.op) && (pp.initial == nil || pp.initial[r.idx] == undecided) {
 			r.slot = int32(len(ops))
 			ops = append(ops, r.op)
 			r.confirm = fastpath.Confirm(r.op)

@@ -568,14 +568,21 @@ func (ix *Index) preludeStates(removed, jumps map[int]bool) {
 			continue
 		}
 		pp.initial = make([]uint8, len(pp.rules))
+		again := false
 		for _, r := range pp.rules {
 			switch {
 			case !removed[r.id]:
+				continue
 			case jumps[r.id]:
 				pp.initial[r.idx] = matched
 			default:
 				pp.initial[r.idx] = dropped
 			}
+			again = again || r.slot >= 0
+		}
+		if again {
+			// The union without the rules decided here.
+			pp.unite()
 		}
 	}
 }

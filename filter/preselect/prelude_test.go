@@ -306,6 +306,7 @@ func TestRemovals(t *testing.T) {
 // "@lt 1"; 942120 of level 2; 949053, the addition of the level-2
 // score). A GET then gives the same matched rules and TX as with the
 // screens judging them, with far fewer rules judged (159 against 242).
+// The unions leave the prelude's rules out.
 func TestPrelude_states(t *testing.T) {
 	waf, ix := compile(t, "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf")
 	if _, err := ix.Snapshot(waf); err != nil {
@@ -330,6 +331,7 @@ func TestPrelude_states(t *testing.T) {
 		}
 	}
 	removed := removedIDs(ix.prelude)
+	slots := 0
 	for _, pp := range ix.plans {
 		if pp == nil {
 			continue
@@ -338,7 +340,22 @@ func TestPrelude_states(t *testing.T) {
 			if (pp.initial[r.idx] != undecided) != removed[r.id] {
 				t.Errorf("rule %d: state %d, removed by the prelude %v", r.id, pp.initial[r.idx], removed[r.id])
 			}
+			// The union leaves out the rules no screen judges
+			// (unite): 934120, of level 2, would report a literal at
+			// every letter.
+			if r.slot >= 0 && removed[r.id] {
+				t.Errorf("rule %d, which the prelude removes, has slot %d in the union", r.id, r.slot)
+			}
+			if r.slot >= 0 {
+				slots++
+			}
 		}
+	}
+	if slots < 100 {
+		t.Errorf("%d rules in the unions after the prelude, want more", slots)
+	}
+	if got, _ := stateOf(934120); got != dropped {
+		t.Errorf("rule 934120 starts in state %d, want dropped", got)
 	}
 	judged := 0
 	OnScreen = func(r Report) { judged += r.Screened }
