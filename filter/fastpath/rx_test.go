@@ -136,6 +136,9 @@ func TestRequired(t *testing.T) {
 		// A gap of letters is never taken as empty.
 		{`foo[a-z]*bar`, []string{"foo"}},
 		{`(?i)select\s+from`, []string{"select"}},
+		// Spread over the alternation: the words whole, where each
+		// piece alone gives a letter or part of a word.
+		{`\ba(?:dduser|lias)\b|b(?:ash|zip)[ ;]`, []string{"adduser", "alias", "bash", "bzip"}},
 		{`^$`, nil},
 		{`(?i)k`, []string{"k"}}, // the Kelvin sign: mayMatch lets it through
 		{`foo|.*`, nil},
