@@ -274,6 +274,9 @@ func NewUnion(ops []plugintypes.Operator) *Union {
 func (u *Union) Scan(value string, hits []uint64) bool {
 	any := false
 	st := uint32(0)
+	// The shallow states' rows, read here rather than through next: most
+	// bytes of a text move between those states.
+	rows, classes, dense, outOf := u.rows, u.classes, u.dense, u.outOf
 	for i := 0; i < len(value); i++ {
 		c := value[i]
 		if c >= 0x80 && foldsToASCII(value[i:]) {
@@ -282,12 +285,15 @@ func (u *Union) Scan(value string, hits []uint64) bool {
 			}
 			return u.n > 0
 		}
-		if st == 0 {
+		switch {
+		case st == 0:
 			st = u.root[c]
-		} else {
+		case st <= dense:
+			st = rows[(st-1)*classes+uint32(u.class[c])]
+		default:
 			st = u.next(st, c)
 		}
-		if sid := u.outOf[st]; sid != 0 {
+		if sid := outOf[st]; sid != 0 {
 			for w, bits := range u.sets[int(sid)*u.words:][:u.words] {
 				hits[w] |= bits
 			}
