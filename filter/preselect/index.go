@@ -717,6 +717,11 @@ type phasePlan struct {
 	// hit set.
 	union    *fastpath.Union
 	hitWords int
+	// triggers are the distinct trigger byte sets of the trie's
+	// transformations (node.trig is the bit of one); sigBits[c] holds the
+	// bits of those that hold byte c.
+	triggers []*[256]bool
+	sigBits  [256]uint64
 	// memo remembers, across transactions, which trie rules match a
 	// value (see memo.go), for the collections memoVar says.
 	memo    memo
@@ -904,6 +909,9 @@ type node struct {
 	// lower: the node's transformation is t:lowercase, which changes no
 	// answer of a literal filter on an ASCII value.
 	lower bool
+	// trig is the bit of the node's trigger bytes (transform.Triggers)
+	// in the plan's signatures, 0 when it has none.
+	trig uint64
 	// byVar[i] are the rules judged here that read collection i of the
 	// plan.
 	byVar [][]*srule
@@ -917,9 +925,43 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 	}
 	into, _ := transform.LookupInto(name)
 	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes), lower: name == "lowercase"}
+	if t, ok := transform.Triggers(name); ok {
+		c.trig = pp.triggerBit(t)
+	}
 	pp.nodes = append(pp.nodes, c)
 	n.children = append(n.children, c)
 	return c
+}
+
+// triggerBit returns the bit of the trigger bytes t in the plan's
+// signatures, adding it; 0 (no bit) past 63 sets.
+func (pp *phasePlan) triggerBit(t *[256]bool) uint64 {
+	for i, u := range pp.triggers {
+		if *u == *t {
+			return 1 << i
+		}
+	}
+	if len(pp.triggers) == 63 {
+		return 0
+	}
+	bit := uint64(1) << len(pp.triggers)
+	pp.triggers = append(pp.triggers, t)
+	for c, in := range t {
+		if in {
+			pp.sigBits[c] |= bit
+		}
+	}
+	return bit
+}
+
+// signature is the set of trigger bytes value holds: the bits of the
+// plan's trigger sets one of whose bytes it holds.
+func (pp *phasePlan) signature(value string) uint64 {
+	var sig uint64
+	for i := 0; i < len(value); i++ {
+		sig |= pp.sigBits[value[i]]
+	}
+	return sig
 }
 
 // bit returns the bit of collection v, adding it.

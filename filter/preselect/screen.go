@@ -471,7 +471,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			}
 			st.scans = st.scans[:0]
 			if !remember || len(value) > mr.max {
-				st.visit(pp, pp.root, value, true, i, st.newScan(pp))
+				st.visit(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown)
 				continue
 			}
 			found, ok := pp.memo.get(batchID, i, value, mr.body)
@@ -481,7 +481,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				}
 				st.found = st.found[:0]
 				st.valueGen++
-				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp))
+				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown)
 				found = st.found
 				pp.memo.put(batchID, i, value, found, mr.body)
 			}
@@ -990,7 +990,7 @@ func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
 // stands for value: the one of the parent when n's transformation left
 // the value as it was, or only changed the case of an ASCII value (the
 // literal filters ignore ASCII case).
-func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int) {
+func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64) {
 	bit := uint64(1) << vi
 	for _, r := range n.byVar[vi] {
 		if st.rules[r.idx] != inBatch || (r.multi && !changed) {
@@ -1006,8 +1006,8 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 			continue
 		}
 		mark := len(st.tbuf)
-		out, changed, k := st.step(pp, c, value, scan)
-		st.visit(pp, c, out, changed, vi, k)
+		out, changed, k, osig := st.step(pp, c, value, scan, &sig)
+		st.visit(pp, c, out, changed, vi, k, osig)
 		st.tbuf = st.tbuf[:mark]
 	}
 }
@@ -1016,14 +1016,29 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 // result, whether the transformation changed it, and the union scan that
 // stands for the result: the parent's when the value is the same, or only
 // the case of an ASCII value changed (the literal filters ignore ASCII
-// case), else a new one.
+// case), else a new one; and the result's signature (sigUnknown when it
+// is a new value). sig is value's signature, which step works out the
+// first time a child needs it: a value without the bytes a
+// transformation needs to change anything (transform.Triggers) is not
+// transformed at all. Most values hold none of '%', '&', '\\', NUL and
+// the comment marks, and so skip most of the CRS's decodings.
 //
 // A transformation with an Into writes its result after the others in
 // tbuf; the caller drops it (truncates tbuf to where it was) once the
 // rules below c are judged. Nothing keeps a transformed value past that:
 // the operators only read it, and the memos copy what they keep, and key
 // on the value as read.
-func (st *txState) step(pp *phasePlan, c *node, value string, scan int) (string, bool, int) {
+func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uint64) (string, bool, int, uint64) {
+	if c.trig != 0 {
+		if *sig == sigUnknown {
+			*sig = pp.signature(value)
+		}
+		if *sig&c.trig == 0 {
+			// None of the bytes the transformation needs to change
+			// anything (transform.Triggers): the value as it is.
+			return value, false, scan, *sig
+		}
+	}
 	var out string
 	var changed bool
 	if c.into != nil {
@@ -1042,11 +1057,19 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int) (string,
 			out, changed = value, false
 		}
 	}
-	if out != value && !(c.lower && isASCII(value)) {
-		scan = st.newScan(pp)
+	osig := *sig
+	if out != value {
+		osig = sigUnknown
+		if !(c.lower && isASCII(value)) {
+			scan = st.newScan(pp)
+		}
 	}
-	return out, changed, scan
+	return out, changed, scan, osig
 }
+
+// sigUnknown stands for a value's signature not worked out yet
+// (phasePlan.signature); the signatures use the other bits.
+const sigUnknown = 1 << 63
 
 // judges reports whether trie rule r matches value (the value of union
 // scan scan): an @rx rule the union stands for runs its automaton only
@@ -1073,7 +1096,7 @@ func (st *txState) match(r *srule) {
 // visitAll is visit for the memo: it judges every rule of the batch at n
 // that reads this collection, decided before or not, and adds those that
 // match to st.found, each once.
-func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int) {
+func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64) {
 	bit := uint64(1) << vi
 	for _, r := range n.byVar[vi] {
 		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
@@ -1089,8 +1112,8 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 			continue
 		}
 		mark := len(st.tbuf)
-		out, changed, k := st.step(pp, c, value, scan)
-		st.visitAll(pp, c, out, changed, vi, k)
+		out, changed, k, osig := st.step(pp, c, value, scan, &sig)
+		st.visitAll(pp, c, out, changed, vi, k, osig)
 		st.tbuf = st.tbuf[:mark]
 	}
 }
