@@ -426,3 +426,26 @@ func TestEnter_tbuf(t *testing.T) {
 		}
 	}
 }
+
+// TestSameButCase: a transformed value shares its parent's union scan only
+// when the two differ in the case of ASCII letters alone.
+func TestSameButCase(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"Made Machine", "made machine", true},
+		{"abc", "abc", true},
+		{"", "", true},
+		{"ab", "abc", false},
+		{"a b", "a_b", false},
+		{"@[", "`{", false}, // 0x40/0x60 and 0x5b/0x7b differ by 0x20 but are no letters
+		{"\u00c9t\u00e9", "\u00e9t\u00e9", false},
+		{"\u212a", "k", false},
+		{"caf\u00e9", "CAF\u00e9", true},
+	} {
+		if got := sameButCase(c.a, c.b); got != c.want {
+			t.Errorf("sameButCase(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -988,7 +988,7 @@ func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
 // transformation changed the value: a multiMatch rule is judged only on
 // changed values, as Coraza collects them. scan is the union scan that
 // stands for value: the one of the parent when n's transformation left
-// the value as it was, or only changed the case of an ASCII value (the
+// the value as it was, or only changed the case of ASCII letters (the
 // literal filters ignore ASCII case).
 func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64) {
 	bit := uint64(1) << vi
@@ -1015,7 +1015,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 // step transforms value by child c's transformation and returns the
 // result, whether the transformation changed it, and the union scan that
 // stands for the result: the parent's when the value is the same, or only
-// the case of an ASCII value changed (the literal filters ignore ASCII
+// the case of ASCII letters changed (the literal filters ignore ASCII
 // case), else a new one; and the result's signature (sigUnknown when it
 // is a new value). sig is value's signature, which step works out the
 // first time a child needs it: a value without the bytes a
@@ -1060,11 +1060,26 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 	osig := *sig
 	if out != value {
 		osig = sigUnknown
-		if !(c.lower && isASCII(value)) {
+		if !(c.lower && isASCII(value)) && !sameButCase(out, value) {
 			scan = st.newScan(pp)
 		}
 	}
 	return out, changed, scan, osig
+}
+
+// sameButCase reports whether a and b differ only in the case of ASCII
+// letters, which the union ignores (it reads values lower-cased): cmdLine
+// gives most words of a text back lower-cased and nothing else.
+func sameButCase(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if x, y := a[i], b[i]; x != y && (x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z') {
+			return false
+		}
+	}
+	return true
 }
 
 // sigUnknown stands for a value's signature not worked out yet
