@@ -50,6 +50,10 @@ type compiledPM struct {
 	once     sync.Once
 	lib      ahocorasick.AhoCorasick
 	set      *pmSet
+	// unionLits are the literals a Union takes for the list
+	// (unionLiterals), worked out on first use.
+	unionOnce sync.Once
+	unionLits []string
 }
 
 // ac returns the library's automaton.

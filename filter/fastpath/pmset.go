@@ -363,11 +363,23 @@ func (a *acTable) densify() {
 			}
 		}
 	}
+	// A state's row is its failure link's (the root's transitions for a
+	// link to the root), with its own transitions over it: next's answer,
+	// since a link is shallower, so earlier in the order, and has its row
+	// already.
 	k := uint32(len(rep))
 	rows := make([]uint32, int(n*k))
 	for s := uint32(1); s <= n; s++ {
-		for cl, b := range rep {
-			rows[(s-1)*k+uint32(cl)] = a.next(s, b)
+		row := rows[(s-1)*k : s*k]
+		if f := a.fail[s]; f == 0 {
+			for cl, b := range rep {
+				row[cl] = a.root[b]
+			}
+		} else {
+			copy(row, rows[(f-1)*k:f*k])
+		}
+		for _, e := range a.edges[a.first[s]:a.first[s+1]] {
+			row[a.class[byte(e)]] = e >> 8
 		}
 	}
 	a.rows, a.classes, a.dense = rows, k, n

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -60,7 +61,10 @@ func unionLiterals(op plugintypes.Operator) ([]string, bool) {
 		}
 	case *pm:
 		if o.minLen > 0 && o.set != nil && !o.set.empty {
-			return pmLiterals(o.patterns), true
+			// Worked out once per list: the rules that share it share
+			// its compiledPM.
+			o.unionOnce.Do(func() { o.unionLits = pmLiterals(o.patterns) })
+			return o.unionLits, true
 		}
 	case *byteRange:
 		if !o.all {
@@ -172,79 +176,68 @@ func Confirm(op plugintypes.Operator) func(string) bool {
 // NewUnion builds the union of the literals of ops (unionLiterals), each
 // of which must be Filtered. It takes at most 65,536 operators.
 func NewUnion(ops []plugintypes.Operator) *Union {
-	u := &Union{n: len(ops)}
+	u := &Union{n: len(ops), words: (len(ops) + 63) / 64}
+	// Sorted, a literal shares with the ones before it at most the path
+	// of the one just before it, and a node's children are added in byte
+	// order: the child to follow is always the last one added.
+	type litOf struct {
+		lit string
+		op  int
+	}
+	var all []litOf
 	size := 1
-	opLits := make([][]string, len(ops))
 	for i, op := range ops {
-		opLits[i], _ = unionLiterals(op)
-		for _, lit := range opLits[i] {
+		lits, _ := unionLiterals(op)
+		for _, lit := range lits {
+			all = append(all, litOf{lit, i})
 			size += len(lit)
 		}
 	}
+	slices.SortFunc(all, func(a, b litOf) int { return strings.Compare(a.lit, b.lit) })
 	t := newTrie(size)
-	ends := make([][]uint16, 0, size) // per trie node, the operators whose literal ends there
-	addEnd := func(n int32, op uint16) {
-		for int(n) >= len(ends) {
-			ends = append(ends, nil)
-		}
-		if !slices.Contains(ends[n], op) {
-			ends[n] = append(ends[n], op)
-		}
-	}
-	for i, lits := range opLits {
-		for _, lit := range lits {
-			n := int32(0)
-			for j := 0; j < len(lit); j++ {
-				c := lit[j]
-				k := t.child(n, c)
-				if k < 0 {
-					k = t.addChild(n, c)
-				}
+	// out holds, per trie node, the set of the operators with a literal
+	// that ends there: words bits each.
+	w := u.words
+	out := make([]uint64, size*w)
+	for _, l := range all {
+		n := int32(0)
+		for j := 0; j < len(l.lit); j++ {
+			if k := t.nodes[n].last; k >= 0 && t.nodes[k].label == l.lit[j] {
 				n = k
+				continue
 			}
-			addEnd(n, uint16(i))
+			n = t.addChild(n, l.lit[j])
 		}
-	}
-	for len(ends) < len(t.nodes) {
-		ends = append(ends, nil)
+		out[int(n)*w+l.op>>6] |= 1 << (l.op & 63)
 	}
 	// Breadth first: failure links, and the outputs of each state, its
 	// own and its failure link's (computed before it).
 	fail, queue, rootKid := t.breadthFirst(func(int32, []int32) bool { return true })
 	n := len(t.nodes)
 	id := make([]uint32, n)
-	outs := make([][]uint16, n)
-	for qi, m := range queue {
-		id[m] = uint32(qi)
-		outs[m] = ends[m]
-		if m != 0 {
-			for _, o := range outs[fail[m]] {
-				if !slices.Contains(outs[m], o) {
-					outs[m] = append(outs[m], o)
-				}
-			}
-		}
-	}
-	u.words = (len(ops) + 63) / 64
 	u.first = make([]uint32, len(queue)+1)
 	u.fail = make([]uint32, len(queue))
 	u.outOf = make([]uint32, len(queue))
-	u.sets = make([]uint64, u.words) // set 0, empty
+	u.sets = make([]uint64, w)       // set 0, empty
 	u.edges = make([]uint32, 0, n-1) // one per node but the root
-	setID := map[string]uint32{"": 0}
-	set := make([]uint64, u.words)
+	setID := map[string]uint32{}
 	for qi, m := range queue {
+		id[m] = uint32(qi)
+	}
+	for qi, m := range queue {
+		set := out[int(m)*w : int(m+1)*w]
+		if m != 0 {
+			for i, bits := range out[int(fail[m])*w : int(fail[m]+1)*w] {
+				set[i] |= bits
+			}
+		}
 		u.first[qi] = uint32(len(u.edges))
 		u.fail[qi] = id[fail[m]]
-		if len(outs[m]) != 0 {
-			clear(set)
-			for _, o := range outs[m] {
-				set[o>>6] |= 1 << (o & 63)
-			}
+		if slices.ContainsFunc(set, func(b uint64) bool { return b != 0 }) {
 			key := string(unsafe.Slice((*byte)(unsafe.Pointer(&set[0])), 8*len(set)))
 			sid, ok := setID[key]
 			if !ok {
-				sid = uint32(len(u.sets) / u.words)
+				sid = uint32(len(u.sets) / w)
 				setID[key] = sid
 				u.sets = append(u.sets, set...)
 			}

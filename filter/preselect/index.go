@@ -717,6 +717,7 @@ type phasePlan struct {
 	// hit set.
 	union    *fastpath.Union
 	hitWords int
+	united   bool // unite has built union for the plan as it is
 	// triggers are the distinct trigger byte sets of the trie's
 	// transformations (node.trig is the bit of one); sigBits[c] holds the
 	// bits of those that hold byte c.
@@ -1134,7 +1135,11 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 				a.vars |= sr.vars
 			}
 		}
-		pp.unite()
+		// The union is built by the first screen (unite): Snapshot
+		// leaves out the rules the prelude decides.
+		for _, r := range pp.rules {
+			r.slot = -1
+		}
 		for _, n := range pp.nodes {
 			n.byVar = make([][]*srule, len(pp.vars))
 			for _, r := range n.rules {
@@ -1434,13 +1439,19 @@ func hasCount(ts []starget) bool {
 
 // unite gives the plan the union of the literals of the trie's rules
 // whose operators a union stands in for (fastpath.Filtered), but those the
-// prelude decides (phasePlan.initial): no screen judges them, and the
-// literals of the higher paranoia levels' rules (one letter each, for
-// some) would have the union report a literal at most bytes of a text.
+// prelude decides (phasePlan.initial) and the record rules judged from
+// their list (records.go): no screen judges the former, and the literals
+// of the higher paranoia levels' rules (one letter each, for some) would
+// have the union report a literal at most bytes of a text. Snapshot
+// builds it, once the prelude is known, or else the first screen of the
+// plan (united): a VM's start builds each union once.
 func (pp *phasePlan) unite() {
 	var ops []plugintypes.Operator
-	pp.union, pp.hitWords = nil, 0
+	pp.union, pp.hitWords, pp.united = nil, 0, true
 	for _, r := range pp.rules {
+		if r.rec != nil && r.rec.on {
+			continue // its slot is -1 (activateRecords)
+		}
 		r.slot = -1
 		if r.node != nil && fastpath.Filtered(r.op) && (pp.initial == nil || pp.initial[r.idx] == undecided) {
 			r.slot = int32(len(ops))

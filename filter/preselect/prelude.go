@@ -485,6 +485,13 @@ func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	ix.txWriters = nil
 	ix.constantJudges(waf)
 	ix.hideMarkers = ix.prelude != nil && ix.canHide && checkMarkerRanges(waf)
+	// The unions, now that the prelude and the records are known, so that
+	// no request builds one.
+	for _, pp := range ix.plans {
+		if pp != nil && !pp.united {
+			pp.unite()
+		}
+	}
 	return n, err
 }
 
@@ -568,22 +575,17 @@ func (ix *Index) preludeStates(removed, jumps map[int]bool) {
 			continue
 		}
 		pp.initial = make([]uint8, len(pp.rules))
-		again := false
 		for _, r := range pp.rules {
 			switch {
 			case !removed[r.id]:
-				continue
 			case jumps[r.id]:
 				pp.initial[r.idx] = matched
 			default:
 				pp.initial[r.idx] = dropped
 			}
-			again = again || r.slot >= 0
 		}
-		if again {
-			// The union without the rules decided here.
-			pp.unite()
-		}
+		// The union without the rules decided here (unite).
+		pp.united = false
 	}
 }
 

@@ -336,6 +336,9 @@ func TestPrelude_states(t *testing.T) {
 		if pp == nil {
 			continue
 		}
+		if !pp.united {
+			pp.unite() // as the first screen does
+		}
 		for _, r := range pp.rules {
 			if (pp.initial[r.idx] != undecided) != removed[r.id] {
 				t.Errorf("rule %d: state %d, removed by the prelude %v", r.id, pp.initial[r.idx], removed[r.id])

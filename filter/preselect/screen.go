@@ -341,6 +341,9 @@ func (ix *Index) screenFrom(tx plugintypes.TransactionState, seg, pos int) {
 	}
 	ix.stateMu.Lock()
 	defer ix.stateMu.Unlock()
+	if !pp.united {
+		pp.unite()
+	}
 	st := &ix.state
 	if !st.marks(calls) {
 		st.token = int(lastToken.Add(-1))
