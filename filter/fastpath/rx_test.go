@@ -223,3 +223,32 @@ func TestRxCaptures(t *testing.T) {
 		t.Error("matched without the x")
 	}
 }
+
+// TestRequired_spreadBudget: fourteen alternations in a row would spread
+// into 2^14 concatenations; the budget (maxSpread) stops the spreading
+// past 4,096, and the filter still holds for what the pattern matches.
+func TestRequired_spreadBudget(t *testing.T) {
+	expr := "(?sm)" + strings.Repeat("(?:ab|cd)", 14) + "!"
+	parsed, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := maxSpread
+	spread(parsed, &budget)
+	if budget >= 2 || budget < 0 {
+		t.Errorf("budget left %d after spreading 14 alternations: want it spent, and no more", budget)
+	}
+	f := newLiteralFilter(parsed)
+	if f == nil {
+		t.Fatal("no filter")
+	}
+	re := regexp.MustCompile(expr)
+	for _, v := range []string{strings.Repeat("ab", 14) + "!", strings.Repeat("abcd", 7) + "!", strings.Repeat("cd", 14) + "!"} {
+		if !re.MatchString(v) || !f.mayMatch(v) {
+			t.Errorf("%q: pattern %v, filter %q %v", v, re.MatchString(v), f.lits, f.mayMatch(v))
+		}
+	}
+	if f.mayMatch("no mark here") {
+		t.Errorf("the filter %q lets through a value the pattern cannot match", f.lits)
+	}
+}
