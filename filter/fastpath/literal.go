@@ -319,9 +319,7 @@ func concatRuns(subs []*syntax.Regexp, prefer func(a, b []string) bool) ([]strin
 			if prod = product(prod, sets[i].strs); prod == nil {
 				break
 			}
-			for c, in := range sets[i].gaps {
-				gaps[c] = gaps[c] || in
-			}
+			gaps.add(&sets[i].gaps)
 			if lits, ok := runLiterals(prod, &gaps); ok && (!found || prefer(lits, best)) {
 				best, found = lits, true
 			}

@@ -92,16 +92,17 @@ func pmLiterals(patterns []string) []string {
 	lits := make([]string, len(patterns))
 	whole := patternBytes(patterns) <= maxUnionPM
 	for i, p := range patterns {
+		p = lowerASCII(p)
 		if !whole && len(p) > pmPiece {
-			best := p[:pmPiece]
+			best, odds := p[:pmPiece], litOdds(p[:pmPiece])
 			for j := 1; j+pmPiece <= len(p); j++ {
-				if piece := p[j : j+pmPiece]; litOdds(lowerASCII(piece)) < litOdds(lowerASCII(best)) {
-					best = piece
+				if o := litOdds(p[j : j+pmPiece]); o < odds {
+					best, odds = p[j:j+pmPiece], o
 				}
 			}
 			p = best
 		}
-		lits[i] = lowerASCII(p)
+		lits[i] = p
 	}
 	if whole {
 		return lits

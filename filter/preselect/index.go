@@ -907,9 +907,6 @@ type node struct {
 	rules    []*srule
 	vars     uint64 // the collections the rules below read
 	idx      int
-	// lower: the node's transformation is t:lowercase, which changes no
-	// answer of a literal filter on an ASCII value.
-	lower bool
 	// trig is the bit of the node's trigger bytes (transform.Triggers)
 	// in the plan's signatures, 0 when it has none.
 	trig uint64
@@ -925,7 +922,7 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 		}
 	}
 	into, _ := transform.LookupInto(name)
-	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes), lower: name == "lowercase"}
+	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes)}
 	if t, ok := transform.Triggers(name); ok {
 		c.trig = pp.triggerBit(t)
 	}

@@ -1063,7 +1063,7 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 	osig := *sig
 	if out != value {
 		osig = sigUnknown
-		if !(c.lower && isASCII(value)) && !sameButCase(out, value) {
+		if !sameButCase(out, value) {
 			scan = st.newScan(pp)
 		}
 	}
@@ -1071,8 +1071,8 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 }
 
 // sameButCase reports whether a and b differ only in the case of ASCII
-// letters, which the union ignores (it reads values lower-cased): cmdLine
-// gives most words of a text back lower-cased and nothing else.
+// letters, which the union ignores (it reads values lower-cased):
+// t:lowercase on an ASCII value, and cmdLine on most words of a text.
 func sameButCase(a, b string) bool {
 	if len(a) != len(b) {
 		return false
@@ -1134,14 +1134,4 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 		st.visitAll(pp, c, out, changed, vi, k, osig)
 		st.tbuf = st.tbuf[:mark]
 	}
-}
-
-// isASCII reports whether s has only ASCII bytes.
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
