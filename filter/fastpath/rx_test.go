@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"regexp"
@@ -250,5 +251,48 @@ func TestRequired_spreadBudget(t *testing.T) {
 	}
 	if f.mayMatch("no mark here") {
 		t.Errorf("the filter %q lets through a value the pattern cannot match", f.lits)
+	}
+}
+
+// TestRequired_limits: the pieces a run takes, and the alternations spread
+// takes apart, at their limits and one past: a class of maxExactClass
+// bytes and a repeat up to four times are in a run, a class of one more
+// or a repeat up to five is not; an alternation of maxBranches branches
+// is spread, one of more is not.
+func TestRequired_limits(t *testing.T) {
+	parse := func(expr string) *syntax.Regexp {
+		t.Helper()
+		re, err := syntax.Parse("(?sm)"+expr, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return re
+	}
+	class := func(n int) string { return "[" + "!#$%&()*+,-./:;<=>?@[]^_`{|}~"[:n] + "]" }
+	for _, c := range []struct {
+		expr string
+		want bool
+	}{
+		{class(maxExactClass), true},
+		{class(maxExactClass + 1), false},
+		{"x{1,4}", true},
+		{"x{1,5}", false},
+	} {
+		if _, ok := exact(parse(c.expr)); ok != c.want {
+			t.Errorf("exact(%s): %v, want %v", c.expr, ok, c.want)
+		}
+	}
+	for _, n := range []int{maxBranches, maxBranches + 1} {
+		var words []string
+		for i := range n {
+			// A group starts each branch, so that the parser does not
+			// factor their common prefix out.
+			words = append(words, fmt.Sprintf("(w)%03dz", i))
+		}
+		budget := maxSpread
+		_, ok := spread(parse("k(?:"+strings.Join(words, "|")+")!"), &budget)
+		if want := n <= maxBranches; ok != want {
+			t.Errorf("an alternation of %d branches: spread %v, want %v", n, ok, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -300,4 +301,39 @@ func TestUnion_otherOperators(t *testing.T) {
 		}
 	}
 	t.Logf("%d values: %d passed the union, %d matched, %d wrong", len(values), passed, matched, wrong)
+}
+
+// TestUnionLiterals_limits: a byte range goes into a union with up to
+// maxUnionBytes bytes out of range, and a list whole with up to
+// maxUnionPM bytes of patterns, else as pieces of pmPiece bytes.
+func TestUnionLiterals_limits(t *testing.T) {
+	for arg, want := range map[string]bool{"32-255": true, "33-255": false} { // 32 and 33 bytes out
+		op, err := newByteRange(plugintypes.OperatorOptions{Arguments: arg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Filtered(op); got != want {
+			t.Errorf("@validateByteRange %s: in a union %v, want %v", arg, got, want)
+		}
+	}
+	for _, size := range []int{maxUnionPM, maxUnionPM + 1} {
+		// Patterns of 8 bytes, the last one shorter to make size.
+		var pats []string
+		for n := 0; n < size; n += 8 {
+			pats = append(pats, fmt.Sprintf("w%06d;", n)[:min(8, size-n)])
+		}
+		lits := pmLiterals(pats)
+		whole := slices.Equal(lits, pats)
+		if want := size <= maxUnionPM; whole != want {
+			t.Errorf("%d bytes of patterns: taken whole %v, want %v", size, whole, want)
+		}
+		if size > maxUnionPM {
+			for _, l := range lits {
+				if len(l) > pmPiece {
+					t.Errorf("%d bytes of patterns: piece %q longer than %d", size, l, pmPiece)
+					break
+				}
+			}
+		}
+	}
 }

@@ -449,3 +449,28 @@ func TestSameButCase(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggerBit_limit: a plan gives 63 distinct trigger sets a bit each;
+// the 64th gets none (its transformation always runs), and no signature
+// ever holds the bit of sigUnknown.
+func TestTriggerBit_limit(t *testing.T) {
+	pp := &phasePlan{}
+	for i := range 64 {
+		var set [256]bool
+		set[i] = true
+		bit := pp.triggerBit(&set)
+		if want := i < 63; (bit != 0) != want {
+			t.Errorf("set %d: bit %#x, want one: %v", i, bit, want)
+		}
+		if again := pp.triggerBit(&set); again != bit {
+			t.Errorf("set %d asked again: bit %#x, want %#x", i, again, bit)
+		}
+	}
+	var all []byte
+	for c := range 256 {
+		all = append(all, byte(c))
+	}
+	if sig := pp.signature(string(all)); sig&sigUnknown != 0 || sig != sigUnknown-1 {
+		t.Errorf("signature of every byte: %#x, want the 63 bits below sigUnknown", sig)
+	}
+}
