@@ -8,17 +8,17 @@ import (
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 )
 
-// Union answers, for several @rx operators at once and in one pass over a
-// value, which of their literal filters (see literalFilter) may match it:
-// the same answer as each filter's mayMatch, at the cost of one scan
-// instead of one per operator. A screen that judges many rules on the
-// same value (filter/preselect) asks it first, and runs the automaton of
-// an operator only when its filter may match.
+// Union answers, for several operators at once and in one pass over a
+// value, which of them may match it: for an @rx, the same answer as its
+// literal filter's mayMatch; for the other operators it stands in for,
+// a necessary condition (unionLiterals). That costs one scan instead of
+// one per operator. A screen that judges many rules on the same value
+// (filter/preselect) asks it first, and runs an operator's own test
+// (Confirm) only when the union names it.
 //
-// It is an Aho-Corasick automaton over the literals of every filter,
-// lower-cased (the filters compare ASCII letters case-insensitively and
-// their literals are ASCII), whose states list the operators one of whose
-// literals ends there. A value holding U+212A or U+017F, which fold to
+// It is an Aho-Corasick automaton over the literals of every operator,
+// lower-cased (the filters compare ASCII letters case-insensitively),
+// whose states list the operators one of whose literals ends there. A value holding U+212A or U+017F, which fold to
 // ASCII letters, may match every filter, as mayMatch says.
 type Union struct {
 	acTable
