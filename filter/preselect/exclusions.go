@@ -2,6 +2,7 @@ package preselect
 
 import (
 	mbits "math/bits"
+	"regexp"
 	"slices"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -41,8 +42,11 @@ import (
 //     starter's ID);
 //   - it is a trie rule, so it counts no collection (a count would change)
 //     and is not negated;
-//   - no directive changes its targets (SecRuleUpdateTargetById, ByTag,
-//     ByMsg), so the collections the screen read are the rule's.
+//   - no directive adds to its targets (SecRuleUpdateTargetById, ByTag,
+//     ByMsg), so the collections the screen read hold every value the
+//     rule reads. One that only excludes ("!REQUEST_COOKIES:__gads", as
+//     the CRS does for 941100) leaves the rule fewer values: none it
+//     matches in a collection the screen found no match in.
 //
 // A keyed target (REQUEST_HEADERS:User-Agent) is skipped with its whole
 // collection, only when every slot of the rule that reads that collection,
@@ -58,7 +62,7 @@ type exclusion struct {
 // excludable reports whether Coraza may be told to skip collections of
 // trie rule r (see above).
 func excludable(r observed, facts directiveFacts) bool {
-	return !hasAction(r.parsed.actions, "chain") && !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated)
+	return !hasAction(r.parsed.actions, "chain") && !facts.updateAll && !inRanges(r.id, facts.updated)
 }
 
 // exclusionsOf lists bits in the order of the collections, for a rule
@@ -132,11 +136,19 @@ func (st *txState) excludeRead(pp *phasePlan, tx plugintypes.TransactionState, v
 			if r.excl == nil || st.rules[r.idx] != matched || st.hit[r.idx] == 0 {
 				continue
 			}
-			h := rank[st.hit[r.idx]-1]
+			slot := int(st.hit[r.idx] - 1)
+			h := rank[slot]
 			for _, e := range r.excl {
-				if readBefore(e.bits, &rank, h) {
+				switch {
+				case readBefore(e.bits, &rank, h):
 					rm.RemoveRuleTargetByID(r.id, e.v, "", nil)
 					st.excluded++
+				case e.bits&(1<<slot) != 0:
+					// The collection it matched in: its keys (keyrx.go).
+					if rx := st.keysToSkip(pp, tx, r, e); rx != nil {
+						rm.RemoveRuleTargetByID(r.id, e.v, "", rx)
+						st.excluded++
+					}
 				}
 			}
 		}
@@ -152,4 +164,82 @@ func readBefore(bits uint64, rank *[maxSlots]int8, h int8) bool {
 		}
 	}
 	return true
+}
+
+// keyHit is a value of a slot that the memo says a trie rule with
+// exclusions matches.
+type keyHit struct {
+	rule  int32
+	slot  uint8
+	value int32
+}
+
+// keysToSkip returns the expression by which r skips the keys of
+// collection e it cannot match, or nil when there are none to skip, or
+// too many keys to keep (keyrx.go). The screen reads the collection
+// through the slots of e.bits (ARGS as ARGS_GET, ARGS_POST and
+// ARGS_PATH), each whole.
+func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion) *regexp.Regexp {
+	if pp.keyRx == nil {
+		return nil
+	}
+	judge, ok := r.judgeFor(tx)
+	if !ok {
+		return nil
+	}
+	all, kept := st.keyAll[:0], st.keyKept[:0]
+	for b := e.bits; b != 0; b &= b - 1 {
+		slot := mbits.TrailingZeros64(b)
+		keys := st.keysOf(slot, pp.vars[slot], tx)
+		vals := st.valuesOf(slot, pp.vars[slot], tx)
+		if len(keys) != len(vals) {
+			return nil
+		}
+		all = append(all, keys...)
+		for _, k := range st.keyHits {
+			if int(k.rule) == r.idx && int(k.slot) == slot {
+				kept = append(kept, keys[k.value])
+			}
+		}
+		// The values without the memo's answer are judged here.
+		for j, v := range vals {
+			if (int32(j) >= st.walked[slot] || int32(len(v)) > st.memoMax[slot]) && r.matchesValue(judge, v) {
+				kept = append(kept, keys[j])
+			}
+		}
+	}
+	st.keyAll, st.keyKept = all, kept
+	lower, ok := keptKeys(all, kept)
+	if !ok {
+		return nil
+	}
+	rx, err := pp.keyRx.get(lower)
+	if err != nil {
+		return nil
+	}
+	return rx
+}
+
+// keysOf returns the keys of the values of whole slot i, in the order of
+// valuesOf; nil for a slot by key, or a collection without keys.
+func (st *txState) keysOf(i int, v varSlot, tx plugintypes.TransactionState) []string {
+	if v.key != "" {
+		return nil
+	}
+	if k := namedParent(v.v); k >= 0 {
+		return st.namedRead(tx, k).keys
+	}
+	switch v.v {
+	case variables.Args:
+		start := len(st.strs)
+		for _, k := range [...]int{argsGet, argsPost, argsPath} {
+			st.strs = append(st.strs, st.namedRead(tx, k).keys...)
+		}
+		return st.strs[start:len(st.strs):len(st.strs)]
+	case variables.ArgsNames, variables.ArgsGetNames, variables.ArgsPostNames,
+		variables.RequestHeadersNames, variables.RequestCookiesNames, variables.ResponseHeadersNames:
+		// A name is its own key (collections.NamedCollectionNames).
+		return st.valuesOf(i, v, tx)
+	}
+	return nil
 }

@@ -193,6 +193,15 @@ type txState struct {
 	// Coraza to skip (exclusions.go).
 	hit                  []uint8
 	candidates, excluded int
+	// keyHits: the values the memo says such rules match, by slot;
+	// walked and memoMax: per slot, how many of its values the screen
+	// walked, and the longest value it asked the memo about (-1: none).
+	// See keyrx.go.
+	keyHits []keyHit
+	keyAll  []string
+	keyKept []string
+	walked  [maxSlots]int32
+	memoMax [maxSlots]int32
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
 	// links: the rule set has a prelude: the chained rules of starters
@@ -460,6 +469,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		}
 	}
 	st.candidates = 0
+	st.keyHits = st.keyHits[:0]
 	for _, i := range pp.order {
 		v := pp.vars[i]
 		bit := uint64(1) << i
@@ -468,8 +478,14 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 		}
 		mr := pp.memoVar[i]
 		remember := batchID >= 0 && mr.max > 0
-		for _, value := range st.valuesOf(i, v, tx) {
+		vals := st.valuesOf(i, v, tx)
+		st.walked[i], st.memoMax[i] = int32(len(vals)), -1
+		if remember {
+			st.memoMax[i] = int32(mr.max)
+		}
+		for j, value := range vals {
 			if st.open[0] == 0 {
+				st.walked[i] = int32(j)
 				break
 			}
 			st.scans = st.scans[:0]
@@ -489,9 +505,13 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				pp.memo.put(batchID, i, value, found, mr.body)
 			}
 			for _, idx := range found {
-				if r := pp.rules[idx]; st.rules[idx] == inBatch {
+				r := pp.rules[idx]
+				if st.rules[idx] == inBatch {
 					st.match(r)
 					st.matchedIn(r, i)
+				}
+				if r.excl != nil {
+					st.keyHits = append(st.keyHits, keyHit{rule: idx, slot: uint8(i), value: int32(j)})
 				}
 			}
 		}

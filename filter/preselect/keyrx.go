@@ -1,0 +1,192 @@
+package preselect
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Keys a kept rule is told to skip.
+//
+// A rule the screen keeps for one value of ARGS is evaluated by Coraza on
+// every value of ARGS: for a JSON body of 500 values, each kept XSS rule
+// transforms 500 values through six transformations and tries each.
+// Coraza's transformation cache does not share that work between the
+// rules: its key holds the value's position in the collection, and
+// Coraza lists a collection's values in the order of a Go map, which
+// differs from one listing to the next. So every kept rule misses the
+// cache on nearly every value, and adds an entry per value and step: for
+// one XSS attack in a 16 KB JSON body, 48,000 map operations.
+//
+// The screen knows which values of the collection the rule matched in
+// the rule can match: the memo's answer for each value (memo.go) lists
+// every rule of the batch that matches it. It tells Coraza to skip the
+// others, as ctl:ruleRemoveTargetById=ID;ARGS:/regex/ would, with one
+// regular expression that matches, in full, every key but those of the
+// values the rule may match (Transaction.RemoveRuleTargetByID with keyRx;
+// Coraza tries it on each key in lower case, corazawaf.Transaction.
+// GetField). The rule matches the same values as before with the same
+// captures, so its actions, matched data and log line are the same.
+//
+// A value the screen walked without the memo (longer than the memo
+// keeps, or past the point where every rule was decided) has no answer:
+// its key is kept. So is every value of a key that one matching value
+// has: an exception drops a key, not a value.
+
+const (
+	// minKeyValues is the fewest values a collection must have for its
+	// keys to be skipped: below it the regular expression costs about
+	// what it saves.
+	minKeyValues = 8
+	// maxKeptKeys and maxKeyRunes bound the expression: the keys kept,
+	// and the length of each (its nesting is that deep).
+	maxKeptKeys = 16
+	maxKeyRunes = 256
+	// maxKeyRxCache is how many expressions a phase keeps compiled; the
+	// cache starts over when full.
+	maxKeyRxCache = 256
+)
+
+// keyRxCache holds compiled expressions by the keys they keep, so that an
+// attack that comes back does not compile its expression again.
+type keyRxCache struct {
+	mu sync.Mutex
+	rx map[string]*regexp.Regexp
+}
+
+// get returns the expression that matches every key but keys (lower case,
+// sorted, distinct).
+func (c *keyRxCache) get(keys []string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	for _, k := range keys {
+		// Each key after its length: no two lists make the same id.
+		b.WriteString(strconv.Itoa(len(k)))
+		b.WriteByte(':')
+		b.WriteString(k)
+	}
+	id := b.String()
+	c.mu.Lock()
+	rx, ok := c.rx[id]
+	c.mu.Unlock()
+	if ok {
+		return rx, nil
+	}
+	rx, err := regexp.Compile(notAmong(keys))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.rx == nil || len(c.rx) >= maxKeyRxCache {
+		c.rx = make(map[string]*regexp.Regexp)
+	}
+	c.rx[id] = rx
+	c.mu.Unlock()
+	return rx, nil
+}
+
+// notAmong returns a regular expression that matches every string but
+// those of keys, read whole. It walks the trie of the keys, a rune at a
+// time: a string is not a key when it ends at a node where no key ends,
+// goes on with a rune no key has there, or goes on past a key that no
+// other key extends.
+//
+// Go's regular expressions read text as UTF-8 and take each byte of an
+// invalid sequence as U+FFFD, so two keys that differ only in such bytes
+// read the same: the trie is made of the runes as the expression reads
+// them, and a string that reads as a key is never matched, whatever its
+// bytes. That errs on the side of keeping a key.
+func notAmong(keys []string) string {
+	root := &keyNode{}
+	for _, k := range keys {
+		n := root
+		for _, r := range k {
+			c := n.child(r)
+			if c == nil {
+				c = &keyNode{r: r}
+				n.next = append(n.next, c)
+			}
+			n = c
+		}
+		n.end = true
+	}
+	var b strings.Builder
+	b.WriteString(`(?s)^`)
+	root.write(&b)
+	b.WriteString(`$`)
+	return b.String()
+}
+
+type keyNode struct {
+	r    rune
+	end  bool
+	next []*keyNode
+}
+
+func (n *keyNode) child(r rune) *keyNode {
+	for _, c := range n.next {
+		if c.r == r {
+			return c
+		}
+	}
+	return nil
+}
+
+// write writes the alternatives by which a string that reached n is not
+// a key. The expression is anchored at both ends, which lets Go run it
+// with its one-pass matcher: a third faster than the backtracker on keys
+// of 20 bytes.
+func (n *keyNode) write(b *strings.Builder) {
+	b.WriteString(`(?:`)
+	if !n.end {
+		b.WriteString(`$|`)
+	}
+	if len(n.next) == 0 {
+		b.WriteString(`.+)`)
+		return
+	}
+	slices.SortFunc(n.next, func(x, y *keyNode) int { return int(x.r) - int(y.r) })
+	b.WriteString(`[^`)
+	for _, c := range n.next {
+		fmt.Fprintf(b, `\x{%x}`, c.r)
+	}
+	b.WriteString(`].*`)
+	for _, c := range n.next {
+		fmt.Fprintf(b, `|\x{%x}`, c.r)
+		c.write(b)
+	}
+	b.WriteString(`)`)
+}
+
+// keptKeys returns, in lower case, sorted and distinct, the keys of kept,
+// and whether it is worth skipping the other keys of all: the collection
+// has at least minKeyValues values, some of them under a key not kept,
+// and at most maxKeptKeys keys of at most maxKeyRunes runes each are
+// kept.
+func keptKeys(all, kept []string) ([]string, bool) {
+	if len(all) < minKeyValues || len(kept) == 0 {
+		return nil, false
+	}
+	lower := make([]string, 0, len(kept))
+	for _, k := range kept {
+		k = strings.ToLower(k)
+		if utf8.RuneCountInString(k) > maxKeyRunes {
+			return nil, false
+		}
+		lower = append(lower, k)
+	}
+	slices.Sort(lower)
+	lower = slices.Compact(lower)
+	if len(lower) > maxKeptKeys {
+		return nil, false
+	}
+	for _, k := range all {
+		if _, found := slices.BinarySearch(lower, strings.ToLower(k)); !found {
+			return lower, true
+		}
+	}
+	return nil, false
+}

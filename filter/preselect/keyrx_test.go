@@ -1,0 +1,284 @@
+package preselect
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/debuglog"
+	"github.com/corazawaf/coraza/v3/experimental"
+)
+
+// TestNotAmong: the expression matches a string if and only if it is none
+// of the keys, for keys that are prefixes of each other, hold characters
+// that mean something in an expression, runes of several bytes, invalid
+// UTF-8, or are empty; and for strings near them (each key with a rune
+// added, dropped or changed) and random ones.
+func TestNotAmong(t *testing.T) {
+	sets := [][]string{
+		{"json.contact.first_name"},
+		{"a", "ab", "abc"},
+		{"ab", "abd", "b"},
+		{""},
+		{"", "x"},
+		{`a.b`, `a*b`, `[x]`, `^$`, `\d`, `(?i)a`, `a|b`, `-]`},
+		{"clé", "日本", "ü"},
+		{"a\xffb", "\xfe"},
+		{"a\nb", "tab\there"},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "b", "c", ".", "é", "\xff", "\n", "]", "^", "-", "\\"}
+	for range 40 {
+		var set []string
+		for range 1 + rng.IntN(6) {
+			var b strings.Builder
+			for range rng.IntN(6) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			set = append(set, b.String())
+		}
+		sets = append(sets, set)
+	}
+	for _, set := range sets {
+		rx := regexp.MustCompile(notAmong(set))
+		var tries []string
+		for _, k := range set {
+			tries = append(tries, k, k+"a", k+"\xff", "a"+k)
+			if k != "" {
+				r := []rune(k)
+				tries = append(tries, k[:len(k)-1], string(r[:len(r)-1]), string(r[1:]), strings.ToUpper(k))
+				tries = append(tries, string(append(slices.Clone(r[:len(r)-1]), r[len(r)-1]+1)))
+			}
+		}
+		for range 200 {
+			var b strings.Builder
+			for range rng.IntN(7) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			tries = append(tries, b.String())
+		}
+		for _, s := range tries {
+			if got, want := rx.MatchString(s), !readsAsKey(s, set); got != want {
+				t.Errorf("keys %q: %q matched %v, want %v (expression %s)", set, s, got, want, rx)
+			}
+		}
+	}
+}
+
+// readsAsKey reports whether s is one of keys as Go's expressions read
+// text: each byte of an invalid sequence as U+FFFD.
+func readsAsKey(s string, keys []string) bool {
+	runes := func(x string) string { return string([]rune(x)) }
+	for _, k := range keys {
+		if runes(s) == runes(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKeptKeys_limits: keys are skipped only for a collection of at least
+// minKeyValues values, at most maxKeptKeys keys kept of at most
+// maxKeyRunes runes each, and some key left to skip.
+func TestKeptKeys_limits(t *testing.T) {
+	many := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("k%d", i)
+		}
+		return out
+	}
+	long := func(n int) string { return strings.Repeat("é", n) }
+	for _, c := range []struct {
+		name    string
+		all     []string
+		kept    []string
+		want    []string
+		worthIt bool
+	}{
+		{"fewest values", many(minKeyValues), []string{"k1"}, []string{"k1"}, true},
+		{"one value fewer", many(minKeyValues - 1), []string{"k1"}, nil, false},
+		{"nothing kept", many(20), nil, nil, false},
+		{"lower case, sorted, once", append(many(20), "K1", "Ab"), []string{"k2", "K1", "k1", "Ab"}, []string{"ab", "k1", "k2"}, true},
+		{"every key kept", many(10), many(10), nil, false},
+		{"every key kept, in other cases", append(many(9), "X"), append(many(9), "x"), nil, false},
+		{"most keys kept", many(40), many(maxKeptKeys), many(maxKeptKeys), true},
+		{"one key too many", many(40), many(maxKeptKeys + 1), nil, false},
+		{"longest key", append(many(10), long(maxKeyRunes)), []string{long(maxKeyRunes)}, []string{long(maxKeyRunes)}, true},
+		{"key too long", append(many(10), long(maxKeyRunes+1)), []string{long(maxKeyRunes + 1)}, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := keptKeys(c.all, c.kept)
+			want := c.want
+			if want != nil {
+				slices.Sort(want)
+			}
+			if ok != c.worthIt || !slices.Equal(got, want) {
+				t.Errorf("keptKeys = %q, %v; want %q, %v", got, ok, want, c.worthIt)
+			}
+		})
+	}
+}
+
+// keyRules: rule 1 reads the arguments' values; 2 the same with
+// multiMatch; 3 is excluded by a directive from one key and has it
+// matched; 4 is chained, and keeps every key. Rule 9 comes first: the
+// screen runs when Coraza evaluates the first rule, which has read its
+// values already.
+const keyRules = `SecRuleEngine On
+SecRule REQUEST_METHOD "@rx ^NONE$" "id:9,phase:2,pass,t:none"
+SecRule ARGS "@rx attack" "id:1,phase:2,pass,log,capture,msg:'one',logdata:'%{MATCHED_VAR_NAME}=%{MATCHED_VAR} %{TX.0}',t:none,t:urlDecodeUni,t:lowercase,setvar:tx.one=+1"
+SecRule ARGS "@rx attack" "id:2,phase:2,pass,log,msg:'two',multiMatch,t:none,t:urlDecodeUni,t:lowercase"
+SecRule ARGS "@rx attack" "id:3,phase:2,pass,log,msg:'three',t:none,t:lowercase"
+SecRuleUpdateTargetById 3 "!ARGS:skip"
+SecRule ARGS "@rx attack" "id:4,phase:2,pass,log,msg:'four',t:none,t:lowercase,chain"
+	SecRule ARGS_NAMES "@rx ." "t:none"
+`
+
+// keyTrace is exclusionTrace with the values each rule tried, from
+// Coraza's debug log.
+func keyTrace(t *testing.T, waf coraza.WAF, log *bytes.Buffer, query string) (string, map[string]int) {
+	t.Helper()
+	log.Reset()
+	trace, _ := exclusionTrace(t, waf, query)
+	tried := map[string]int{}
+	for _, line := range strings.Split(log.String(), "\n") {
+		if !strings.Contains(line, "Evaluating operator") {
+			continue
+		}
+		if i := strings.Index(line, "rule_id="); i >= 0 {
+			tried[strings.TrimPrefix(strings.Fields(line[i:])[0], "rule_id=")]++
+		}
+	}
+	// A log line lists the matched data in Coraza's order, which is a
+	// map's: compare them sorted.
+	lines := strings.Split(trace, "\n")
+	for i, line := range lines {
+		var datas []string
+		for _, m := range logData.FindAllStringSubmatch(line, -1) {
+			datas = append(datas, m[1])
+		}
+		slices.Sort(datas)
+		lines[i] = logData.ReplaceAllString(line, "[data]") + fmt.Sprintf(" %q", datas)
+	}
+	return strings.Join(lines, "\n"), tried
+}
+
+var logData = regexp.MustCompile(`\[data(?:_match_\d+)? "([^"]*)"\]`)
+
+// compileLogged is compile with Coraza's debug log at its most verbose,
+// written to log; with preselect false, the WAF without the preselection.
+func compileLogged(t *testing.T, directives string, preselect bool, log *bytes.Buffer) coraza.WAF {
+	t.Helper()
+	directives += "\nSecDebugLogLevel 9\n"
+	cfg := coraza.NewWAFConfig().WithDebugLogger(debuglog.Default().WithOutput(log))
+	if !preselect {
+		waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waf
+	}
+	b := NewBuilder()
+	b.AddText(directives)
+	cfg = experimental.WAFConfigWithRuleObserver(cfg.WithRootFS(recordFS{coreruleset.FS, b}), b.Observe)
+	b.Begin()
+	waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
+	b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+	return waf
+}
+
+// TestExcludedKeys: a kept rule that matched in ARGS tries only the
+// values of the keys it can match there; what every rule matches, logs
+// and writes is what it does without the preselection.
+func TestExcludedKeys(t *testing.T) {
+	var withLog, withoutLog bytes.Buffer
+	with := compileLogged(t, keyRules, true, &withLog)
+	without := compileLogged(t, keyRules, false, &withoutLog)
+	args := func(n int, extra string) string {
+		var q []string
+		for i := range n {
+			q = append(q, fmt.Sprintf("p%d=v%d", i, i))
+		}
+		return strings.Join(q, "&") + extra
+	}
+	for _, c := range []struct {
+		name  string
+		query string
+		// tried: per rule, how many values it tries with the
+		// preselection (rule 2, multiMatch, tries a value again after
+		// each transformation that changed it; rule 3 does not decode
+		// "%61"); for a rule not listed, as many as without.
+		tried map[string]int
+	}{
+		{"one attack among 20", args(20, "&bad=Attack"), map[string]int{"1": 1, "2": 2, "3": 1}},
+		{"two keys", args(20, "&bad=attack&also=%2561ttack"), map[string]int{"1": 2, "2": 3, "3": 1}},
+		{"the same key twice", args(20, "&bad=attack&bad=1"), map[string]int{"1": 2, "2": 2, "3": 2}},
+		{"a key in another case", args(20, "&bad=attack&BAD=1"), map[string]int{"1": 2, "2": 2, "3": 2}},
+		{"in a key the rule skips", args(20, "&skip=attack&ok=attack"), map[string]int{"1": 2, "2": 2, "3": 1}},
+		{"a value longer than the memo keeps", args(20, "&long="+strings.Repeat("x", memoMaxValue)+"attack&bad=attack"), map[string]int{"1": 2, "2": 2, "3": 2}},
+		{"too few values", args(4, "&bad=attack"), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, tried := keyTrace(t, with, &withLog, c.query)
+			want, triedWithout := keyTrace(t, without, &withoutLog, c.query)
+			if got != want {
+				t.Errorf("with the preselection:\n%s\nwithout:\n%s", got, want)
+			}
+			for _, id := range []string{"1", "2", "3", "4"} {
+				n, ok := c.tried[id]
+				if !ok {
+					n = triedWithout[id]
+				}
+				if tried[id] != n {
+					t.Errorf("rule %s tried %d values, want %d (with: %v, without: %v)", id, tried[id], n, tried, triedWithout)
+				}
+			}
+		})
+	}
+}
+
+// TestKeyRxCache: lists of keys that join to the same text get their own
+// expressions, and a full cache starts over.
+func TestKeyRxCache(t *testing.T) {
+	var c keyRxCache
+	one, err := c.get([]string{"a\x00b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := c.get([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one == two || one.MatchString("a\x00b") || two.MatchString("a") || !two.MatchString("a\x00b") {
+		t.Errorf("the lists share an expression: %s and %s", one, two)
+	}
+	if again, _ := c.get([]string{"a", "b"}); again != two {
+		t.Error("a list's expression was compiled again")
+	}
+	c = keyRxCache{}
+	for i := range maxKeyRxCache {
+		if _, err := c.get([]string{fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.rx); n != maxKeyRxCache {
+		t.Errorf("the cache holds %d expressions after %d lists, want them all", n, maxKeyRxCache)
+	}
+	if _, err := c.get([]string{"one more"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(c.rx); n != 1 {
+		t.Errorf("the cache holds %d expressions past its %d, want 1: it starts over", n, maxKeyRxCache)
+	}
+}
