@@ -45,28 +45,48 @@ func TestNotAmong(t *testing.T) {
 		}
 		sets = append(sets, set)
 	}
+	long := make([]string, 0, maxKeptKeys)
+	for i := range maxKeptKeys {
+		long = append(long, fmt.Sprintf("json.items.%d.description", i))
+	}
+	sets = append(sets, long)
+	// The size that decides between the two forms.
+	if rx := notAmong(long); !strings.HasSuffix(rx, "$") {
+		t.Errorf("%d keys of 26 bytes: %s is not anchored at the end", len(long), rx)
+	}
+	if rx := notAmong(sets[0]); strings.HasSuffix(rx, "$") {
+		t.Errorf("one key of 23 bytes: %s is anchored at the end", rx)
+	}
 	for _, set := range sets {
-		rx := regexp.MustCompile(notAmong(set))
-		var tries []string
-		for _, k := range set {
-			tries = append(tries, k, k+"a", k+"\xff", "a"+k)
-			if k != "" {
-				r := []rune(k)
-				tries = append(tries, k[:len(k)-1], string(r[:len(r)-1]), string(r[1:]), strings.ToUpper(k))
-				tries = append(tries, string(append(slices.Clone(r[:len(r)-1]), r[len(r)-1]+1)))
-			}
+		root, _ := trieOf(set)
+		for _, whole := range []bool{false, true} {
+			checkNotAmong(t, rng, alphabet, set, regexp.MustCompile(root.expression(whole)))
 		}
-		for range 200 {
-			var b strings.Builder
-			for range rng.IntN(7) {
-				b.WriteString(alphabet[rng.IntN(len(alphabet))])
-			}
-			tries = append(tries, b.String())
+	}
+}
+
+// checkNotAmong tries rx on the keys, strings near them and random ones.
+func checkNotAmong(t *testing.T, rng *rand.Rand, alphabet, set []string, rx *regexp.Regexp) {
+	t.Helper()
+	var tries []string
+	for _, k := range set {
+		tries = append(tries, k, k+"a", k+"\xff", "a"+k)
+		if k != "" {
+			r := []rune(k)
+			tries = append(tries, k[:len(k)-1], string(r[:len(r)-1]), string(r[1:]), strings.ToUpper(k))
+			tries = append(tries, string(append(slices.Clone(r[:len(r)-1]), r[len(r)-1]+1)))
 		}
-		for _, s := range tries {
-			if got, want := rx.MatchString(s), !readsAsKey(s, set); got != want {
-				t.Errorf("keys %q: %q matched %v, want %v (expression %s)", set, s, got, want, rx)
-			}
+	}
+	for range 200 {
+		var b strings.Builder
+		for range rng.IntN(7) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		tries = append(tries, b.String())
+	}
+	for _, s := range tries {
+		if got, want := rx.MatchString(s), !readsAsKey(s, set); got != want {
+			t.Errorf("keys %q: %q matched %v, want %v (expression %s)", set, s, got, want, rx)
 		}
 	}
 }
