@@ -122,6 +122,7 @@ func (st *txState) excludeRead(pp *phasePlan, tx plugintypes.TransactionState, v
 	if !ok {
 		return
 	}
+	st.skipGen++
 	var rank [maxSlots]int8
 	n := int8(0)
 	for _, i := range pp.order {
@@ -145,7 +146,7 @@ func (st *txState) excludeRead(pp *phasePlan, tx plugintypes.TransactionState, v
 					st.excluded++
 				case e.bits&(1<<slot) != 0:
 					// The collection it matched in: its keys (keyrx.go).
-					if rx := st.keysToSkip(pp, tx, r, e); rx != nil {
+					for _, rx := range st.keysToSkip(pp, tx, r, e) {
 						rm.RemoveRuleTargetByID(r.id, e.v, "", rx)
 						st.excluded++
 					}
@@ -174,12 +175,12 @@ type keyHit struct {
 	value int32
 }
 
-// keysToSkip returns the expression by which r skips the keys of
-// collection e it cannot match, or nil when there are none to skip, or
-// too many keys to keep (keyrx.go). The screen reads the collection
+// keysToSkip returns the expressions by which r skips the keys of
+// collection e it cannot match, none when there are none to skip, or too
+// many keys to keep (keyrx.go). The screen reads the collection
 // through the slots of e.bits (ARGS as ARGS_GET, ARGS_POST and
 // ARGS_PATH), each whole.
-func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion) *regexp.Regexp {
+func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion) []*regexp.Regexp {
 	if pp.keyRx == nil {
 		return nil
 	}
@@ -213,11 +214,31 @@ func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r 
 	if !ok {
 		return nil
 	}
-	rx, err := pp.keyRx.get(lower)
-	if err != nil {
-		return nil
+	// The rules that matched the same value keep the same keys: their
+	// expressions are worked out once.
+	last := &st.lastSkip
+	if last.gen == st.skipGen && last.bits == e.bits && slices.Equal(last.kept, lower) {
+		return last.rx
 	}
-	return rx
+	out := last.rx[:0]
+	for _, src := range skipSources(all, lower) {
+		rx, err := pp.keyRx.compile(src)
+		if err != nil {
+			return nil
+		}
+		out = append(out, rx)
+	}
+	*last = keySkip{gen: st.skipGen, bits: e.bits, kept: lower, rx: out}
+	return out
+}
+
+// keySkip is the last expressions keysToSkip worked out: for the keys of
+// the slots bits in the screen st.skipGen counts, keeping kept.
+type keySkip struct {
+	gen  uint32
+	bits uint64
+	kept []string
+	rx   []*regexp.Regexp
 }
 
 // keysOf returns the keys of the values of whole slot i, in the order of

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -49,33 +48,27 @@ const (
 	// maxKeyRxCache is how many expressions a phase keeps compiled; the
 	// cache starts over when full.
 	maxKeyRxCache = 256
+	// maxKeyPrefixes is the most literal prefixes a rule is told to skip
+	// before the trie's expression (skipSources).
+	maxKeyPrefixes = 4
 )
 
-// keyRxCache holds compiled expressions by the keys they keep, so that an
-// attack that comes back does not compile its expression again.
+// keyRxCache holds compiled expressions by their source, so that an
+// attack that comes back does not compile its expressions again.
 type keyRxCache struct {
 	mu sync.Mutex
 	rx map[string]*regexp.Regexp
 }
 
-// get returns the expression that matches every key but keys (lower case,
-// sorted, distinct).
-func (c *keyRxCache) get(keys []string) (*regexp.Regexp, error) {
-	var b strings.Builder
-	for _, k := range keys {
-		// Each key after its length: no two lists make the same id.
-		b.WriteString(strconv.Itoa(len(k)))
-		b.WriteByte(':')
-		b.WriteString(k)
-	}
-	id := b.String()
+// compile returns the compiled expression src.
+func (c *keyRxCache) compile(src string) (*regexp.Regexp, error) {
 	c.mu.Lock()
-	rx, ok := c.rx[id]
+	rx, ok := c.rx[src]
 	c.mu.Unlock()
 	if ok {
 		return rx, nil
 	}
-	rx, err := regexp.Compile(notAmong(keys))
+	rx, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
 	}
@@ -83,9 +76,94 @@ func (c *keyRxCache) get(keys []string) (*regexp.Regexp, error) {
 	if c.rx == nil || len(c.rx) >= maxKeyRxCache {
 		c.rx = make(map[string]*regexp.Regexp)
 	}
-	c.rx[id] = rx
+	c.rx[src] = rx
 	c.mu.Unlock()
 	return rx, nil
+}
+
+// skipSources returns the expressions by which the keys of all (any
+// case) other than kept (lower case, sorted, distinct) are skipped, in
+// the order Coraza is to try them: first a literal prefix for each of the
+// most common places where the keys leave the kept ones, then, for the
+// keys those do not cover, notAmong(kept).
+//
+// Coraza tries a key against a rule's exceptions in turn until one
+// matches. A literal prefix ("json.i" where the kept key is
+// "json.contact.first_name") is a prefix test for Go (natively 36 ns a
+// key, against 300-400 for the trie's expression), so the keys of a JSON
+// body's common branches are skipped at that cost. A prefix is taken
+// when it covers at least an eighth of the keys skipped, at most
+// maxKeyPrefixes of them. Each prefix ends with the first rune where its
+// keys leave the trie of the kept keys, so no kept key has it; a key that
+// ends inside the trie is matched whole ("^json\.contact$").
+func skipSources(all, kept []string) []string {
+	root, _ := trieOf(kept)
+	type branch struct {
+		text  string // the prefix, or the whole key
+		whole bool
+		n     int
+	}
+	var branches []branch
+	at := map[string]int{}
+	skipped := 0
+	for _, k := range all {
+		k = strings.ToLower(k)
+		text, whole, ok := root.leaves(k)
+		if !ok {
+			continue // a kept key
+		}
+		skipped++
+		id := text
+		if whole {
+			id += "\x00$"
+		}
+		i, seen := at[id]
+		if !seen {
+			i = len(branches)
+			at[id] = i
+			branches = append(branches, branch{text: text, whole: whole})
+		}
+		branches[i].n++
+	}
+	slices.SortStableFunc(branches, func(a, b branch) int { return b.n - a.n })
+	var out []string
+	left := skipped
+	for _, b := range branches {
+		if len(out) == maxKeyPrefixes || left == 0 || b.n*8 < skipped {
+			break
+		}
+		// The key is valid UTF-8: strings.ToLower, as Coraza lowers it,
+		// writes U+FFFD for an invalid byte.
+		src := `(?s)^` + regexp.QuoteMeta(b.text)
+		if b.whole {
+			src += `$`
+		}
+		out = append(out, src)
+		left -= b.n
+	}
+	if left > 0 {
+		out = append(out, notAmong(kept))
+	}
+	return out
+}
+
+// leaves returns where key leaves the trie: its prefix up to the first
+// rune no kept key has there, or the whole key when it ends at a node
+// where no kept key ends; ok is false for a kept key.
+func (root *keyNode) leaves(key string) (text string, whole, ok bool) {
+	n := root
+	for i, r := range key {
+		c := n.child(r)
+		if c == nil {
+			_, size := utf8.DecodeRuneInString(key[i:])
+			return key[:i+size], false, true
+		}
+		n = c
+	}
+	if n.end {
+		return "", false, false
+	}
+	return key, true, true
 }
 
 // notAmong returns a regular expression that matches every string but

@@ -268,37 +268,118 @@ func TestExcludedKeys(t *testing.T) {
 	}
 }
 
-// TestKeyRxCache: lists of keys that join to the same text get their own
-// expressions, and a full cache starts over.
+// TestKeyRxCache: an expression is compiled once, and a full cache starts
+// over.
 func TestKeyRxCache(t *testing.T) {
 	var c keyRxCache
-	one, err := c.get([]string{"a\x00b"})
+	one, err := c.compile(`^a`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	two, err := c.get([]string{"a", "b"})
-	if err != nil {
-		t.Fatal(err)
+	if again, _ := c.compile(`^a`); again != one {
+		t.Error("an expression was compiled again")
 	}
-	if one == two || one.MatchString("a\x00b") || two.MatchString("a") || !two.MatchString("a\x00b") {
-		t.Errorf("the lists share an expression: %s and %s", one, two)
-	}
-	if again, _ := c.get([]string{"a", "b"}); again != two {
-		t.Error("a list's expression was compiled again")
+	if _, err := c.compile(`(`); err == nil {
+		t.Error("a bad expression compiled")
 	}
 	c = keyRxCache{}
 	for i := range maxKeyRxCache {
-		if _, err := c.get([]string{fmt.Sprint(i)}); err != nil {
+		if _, err := c.compile(fmt.Sprintf("^%d$", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(c.rx); n != maxKeyRxCache {
-		t.Errorf("the cache holds %d expressions after %d lists, want them all", n, maxKeyRxCache)
+		t.Errorf("the cache holds %d expressions after %d, want them all", n, maxKeyRxCache)
 	}
-	if _, err := c.get([]string{"one more"}); err != nil {
+	if _, err := c.compile(`^one more$`); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(c.rx); n != 1 {
 		t.Errorf("the cache holds %d expressions past its %d, want 1: it starts over", n, maxKeyRxCache)
+	}
+}
+
+// TestSkipSources: the keys of the common branches are skipped by literal
+// prefixes, most common first, the rest by the trie's expression; taken
+// together the expressions skip exactly the keys not kept.
+func TestSkipSources(t *testing.T) {
+	var body []string
+	for i := range 40 {
+		body = append(body, fmt.Sprintf("json.items.%d.sku", i), fmt.Sprintf("json.items.%d.qty", i))
+	}
+	for _, k := range []string{"line1", "city", "zip", "country", "name", "phone"} {
+		body = append(body, "json.shipping."+k)
+	}
+	body = append(body, "json.contact.first_name", "json.contact.email", "json.contact", "json.Contact.First_Name", "json.note")
+	branches := func(n, each int) []string {
+		var out []string
+		for b := range n {
+			for i := range each {
+				out = append(out, fmt.Sprintf("%c%d", 'a'+b, i))
+			}
+		}
+		return append(out, "kept")
+	}
+	for _, c := range []struct {
+		name      string
+		all, kept []string
+		want      []string
+	}{
+		{"a JSON body", body, []string{"json.contact.first_name"}, []string{`(?s)^json\.i`, notAmong([]string{"json.contact.first_name"})}},
+		{"every branch common", branches(4, 10), []string{"kept"}, []string{`(?s)^a`, `(?s)^b`, `(?s)^c`, `(?s)^d`}},
+		{"one branch past the most", branches(5, 10), []string{"kept"}, []string{`(?s)^a`, `(?s)^b`, `(?s)^c`, `(?s)^d`, notAmong([]string{"kept"})}},
+		{"a key inside the trie", []string{"kep", "kep", "kep", "kept", "x"}, []string{"kept"}, []string{`(?s)^kep$`, `(?s)^x`}},
+		{"a branch of an eighth", append(branches(1, 28), "z1", "z2", "z3", "z4"), []string{"kept"}, []string{`(?s)^a`, `(?s)^z`}},
+		{"a branch under an eighth", append(branches(1, 29), "z1", "z2", "z3", "y"), []string{"kept"}, []string{`(?s)^a`, notAmong([]string{"kept"})}},
+		{"invalid UTF-8, lowered to U+FFFD", []string{"\xff1", "\xff2", "\xff3", "kept"}, []string{"kept"}, []string{"(?s)^\uFFFD"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := skipSources(c.all, c.kept)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("skipSources = %q, want %q", got, c.want)
+			}
+			checkSkipped(t, got, c.all, c.kept)
+		})
+	}
+	// Random collections of keys over a small alphabet.
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", ".", "é", "\xff"}
+	word := func() string {
+		var b strings.Builder
+		for range rng.IntN(5) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 200 {
+		var all []string
+		for range 8 + rng.IntN(40) {
+			all = append(all, word())
+		}
+		kept := []string{strings.ToLower(all[rng.IntN(len(all))])}
+		if rng.IntN(2) == 0 {
+			kept = append(kept, strings.ToLower(word()))
+		}
+		slices.Sort(kept)
+		kept = slices.Compact(kept)
+		checkSkipped(t, skipSources(all, kept), all, kept)
+	}
+}
+
+// checkSkipped checks that srcs, tried as Coraza tries exceptions (on each
+// key in lower case), skip every key of all that reads as none of kept,
+// and no other.
+func checkSkipped(t *testing.T, srcs, all, kept []string) {
+	t.Helper()
+	var rxs []*regexp.Regexp
+	for _, src := range srcs {
+		rxs = append(rxs, regexp.MustCompile(src))
+	}
+	for _, k := range all {
+		lk := strings.ToLower(k)
+		skipped := slices.ContainsFunc(rxs, func(rx *regexp.Regexp) bool { return rx.MatchString(lk) })
+		if want := !readsAsKey(lk, kept); skipped != want {
+			t.Errorf("keys kept %q, expressions %q: %q skipped %v, want %v", kept, srcs, k, skipped, want)
+		}
 	}
 }

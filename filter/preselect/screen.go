@@ -197,11 +197,13 @@ type txState struct {
 	// walked and memoMax: per slot, how many of its values the screen
 	// walked, and the longest value it asked the memo about (-1: none).
 	// See keyrx.go.
-	keyHits []keyHit
-	keyAll  []string
-	keyKept []string
-	walked  [maxSlots]int32
-	memoMax [maxSlots]int32
+	keyHits  []keyHit
+	keyAll   []string
+	keyKept  []string
+	lastSkip keySkip
+	skipGen  uint32
+	walked   [maxSlots]int32
+	memoMax  [maxSlots]int32
 	// skips: per skipper of the plan, whether it matches (readSkips).
 	skips []bool
 	// links: the rule set has a prelude: the chained rules of starters
