@@ -658,6 +658,9 @@ func FuzzPreselection(f *testing.F) {
 		{3 | 2<<3, "; cat /etc/passwd", "${jndi:ldap://x}", "", "file content"},
 		{4 | 3<<3, "ſelect * from users", "\u212aill", "accept:*/*", "<c>1 union select</c>"},
 		{1 | 4<<3, "eval(base64_decode('x'))", "php://input", "x-forwarded-for:127.0.0.1", "[1,2,3]"},
+		// Enough values for a kept rule to skip keys (preselect/keyrx.go).
+		{2, "x", "c", "", "a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=<script>alert(1)</script>&H=8&i=<svg onload=x>"},
+		{1, "<img src=x onerror=alert(1)>", "c", "", `{"a":1,"b":2,"c":3,"d":[4,5,6,7],"e":"1 union select 1"}`},
 	} {
 		f.Add(s.kind, s.value, s.cookie, []byte(s.headers), []byte(s.body))
 	}
