@@ -108,6 +108,7 @@ func (st *txState) matchedIn(r *srule, i int) {
 	st.hit[r.idx] = uint8(i) + 1
 	if r.excl != nil {
 		st.candidates++
+		st.hitAt[r.idx] = st.walking
 	}
 }
 
@@ -146,7 +147,7 @@ func (st *txState) excludeRead(pp *phasePlan, tx plugintypes.TransactionState, v
 					st.excluded++
 				case e.bits&(1<<slot) != 0:
 					// The collection it matched in: its keys (keyrx.go).
-					for _, rx := range st.keysToSkip(pp, tx, r, e) {
+					for _, rx := range st.keysToSkip(pp, tx, r, e, &rank) {
 						rm.RemoveRuleTargetByID(r.id, e.v, "", rx)
 						st.excluded++
 					}
@@ -180,7 +181,7 @@ type keyHit struct {
 // many keys to keep (keyrx.go). The screen reads the collection
 // through the slots of e.bits (ARGS as ARGS_GET, ARGS_POST and
 // ARGS_PATH), each whole.
-func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion) []*regexp.Regexp {
+func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion, rank *[maxSlots]int8) []*regexp.Regexp {
 	if pp.keyRx == nil {
 		return nil
 	}
@@ -202,9 +203,21 @@ func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r 
 				kept = append(kept, keys[k.value])
 			}
 		}
-		// The values without the memo's answer are judged here.
-		for j, v := range vals {
-			if (int32(j) >= st.walked[slot] || int32(len(v)) > st.memoMax[slot]) && r.matchesValue(judge, v) {
+		// The values without the memo's answer are judged here, but for
+		// those the screen judged r on before it matched: every value of
+		// a slot read before the one it matched in, and of that slot
+		// those before the value it matched (kept whatever the path).
+		from := 0
+		switch h := int(st.hit[r.idx] - 1); {
+		case rank[slot] >= 0 && rank[slot] < rank[h]:
+			from = len(vals)
+		case slot == h:
+			at := int(st.hitAt[r.idx])
+			kept = append(kept, keys[at])
+			from = at + 1
+		}
+		for j := from; j < len(vals); j++ {
+			if v := vals[j]; (int32(j) >= st.walked[slot] || int32(len(v)) > st.memoMax[slot]) && r.matchesValue(judge, v) {
 				kept = append(kept, keys[j])
 			}
 		}

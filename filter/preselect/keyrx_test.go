@@ -247,6 +247,7 @@ func TestExcludedKeys(t *testing.T) {
 		{"a key in another case", args(20, "&bad=attack&BAD=1"), map[string]int{"1": 2, "2": 2, "3": 2}},
 		{"in a key the rule skips", args(20, "&skip=attack&ok=attack"), map[string]int{"1": 2, "2": 2, "3": 1}},
 		{"a value longer than the memo keeps", args(20, "&long="+strings.Repeat("x", memoMaxValue)+"attack&bad=attack"), map[string]int{"1": 2, "2": 2, "3": 2}},
+		{"two such values", args(20, "&long="+strings.Repeat("x", memoMaxValue)+"attack&also="+strings.Repeat("y", memoMaxValue)+"attack"), map[string]int{"1": 2, "2": 2, "3": 2}},
 		{"too few values", args(4, "&bad=attack"), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

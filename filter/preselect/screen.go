@@ -193,6 +193,10 @@ type txState struct {
 	// Coraza to skip (exclusions.go).
 	hit                  []uint8
 	candidates, excluded int
+	// hitAt: per rule with exclusions, the index of the value it matched
+	// in its slot; walking is the index of the value being walked.
+	hitAt   []int32
+	walking int32
 	// keyHits: the values the memo says such rules match, by slot;
 	// walked and memoMax: per slot, how many of its values the screen
 	// walked, and the longest value it asked the memo about (-1: none).
@@ -244,6 +248,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.seen = resize(st.seen, len(pp.rules))
 	st.now = resize(st.now, len(pp.rules))
 	st.hit = resize(st.hit, len(pp.rules))
+	st.hitAt = resize(st.hitAt, len(pp.rules))
 	st.blocked = resize(st.blocked, 2*len(pp.rules))
 	st.have = resize(st.have, len(pp.vars))
 
@@ -490,6 +495,7 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				st.walked[i] = int32(j)
 				break
 			}
+			st.walking = int32(j)
 			st.scans = st.scans[:0]
 			if !remember || len(value) > mr.max {
 				st.visit(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown)
