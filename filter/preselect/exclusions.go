@@ -182,9 +182,6 @@ type keyHit struct {
 // through the slots of e.bits (ARGS as ARGS_GET, ARGS_POST and
 // ARGS_PATH), each whole.
 func (st *txState) keysToSkip(pp *phasePlan, tx plugintypes.TransactionState, r *srule, e exclusion, rank *[maxSlots]int8) []*regexp.Regexp {
-	if pp.keyRx == nil {
-		return nil
-	}
 	judge, ok := r.judgeFor(tx)
 	if !ok {
 		return nil

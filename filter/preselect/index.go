@@ -741,7 +741,7 @@ type phasePlan struct {
 	// screened are the phase's screened jumps (screenedjumps.go).
 	screened []*screenedJump
 	// keyRx holds the expressions of the keys kept rules skip (keyrx.go).
-	keyRx *keyRxCache
+	keyRx keyRxCache
 }
 
 // idSlot is one rule of the rule set, for the ranges of IDs a screen of
@@ -1052,7 +1052,7 @@ func newIndex(rules []observed, facts directiveFacts, rulesInWAF, segments int) 
 	byPhase := map[types.RulePhase][]observedAt{}
 	windowed := map[int]bool{} // by position: in some skip window
 	for _, p := range screenedPhases {
-		pp := &phasePlan{root: &node{}, segs: make([]segment, segments+1), keyRx: &keyRxCache{}}
+		pp := &phasePlan{root: &node{}, segs: make([]segment, segments+1)}
 		pp.nodes = append(pp.nodes, pp.root)
 		var inPhase []observedAt
 		for _, r := range kept {

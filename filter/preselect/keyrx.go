@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -23,18 +22,17 @@ import (
 //
 // The screen knows which values of the collection the rule matched in
 // the rule can match: the memo's answer for each value (memo.go) lists
-// every rule of the batch that matches it. It tells Coraza to skip the
-// others, as ctl:ruleRemoveTargetById=ID;ARGS:/regex/ would, with one
-// regular expression that matches, in full, every key but those of the
-// values the rule may match (Transaction.RemoveRuleTargetByID with keyRx;
-// Coraza tries it on each key in lower case, corazawaf.Transaction.
-// GetField). The rule matches the same values as before with the same
-// captures, so its actions, matched data and log line are the same.
-//
-// A value the screen walked without the memo (longer than the memo
-// keeps, or past the point where every rule was decided) has no answer:
-// its key is kept. So is every value of a key that one matching value
-// has: an exception drops a key, not a value.
+// every rule of the batch that matches it, and a value without one is
+// judged with the rule's own chain and operator, unless the screen judged
+// the rule on it before the rule matched. It tells Coraza to skip the
+// other keys, as ctl:ruleRemoveTargetById=ID;ARGS:/regex/ would
+// (Transaction.RemoveRuleTargetByID with keyRx; Coraza tries each
+// exception on each key in lower case, corazawaf.Transaction.GetField):
+// literal prefixes for the keys' common branches, then one expression for
+// the rest (skipSources). The rule matches the same values as before with
+// the same captures, so its actions, matched data and log line are the
+// same. Every value of a key that one matching value has stays: an
+// exception drops a key, not a value.
 
 const (
 	// minKeyValues is the fewest values a collection must have for its
@@ -54,30 +52,25 @@ const (
 )
 
 // keyRxCache holds compiled expressions by their source, so that an
-// attack that comes back does not compile its expressions again.
+// attack that comes back does not compile its expressions again. Only
+// screens use it, and they take turns (Index.stateMu).
 type keyRxCache struct {
-	mu sync.Mutex
 	rx map[string]*regexp.Regexp
 }
 
 // compile returns the compiled expression src.
 func (c *keyRxCache) compile(src string) (*regexp.Regexp, error) {
-	c.mu.Lock()
-	rx, ok := c.rx[src]
-	c.mu.Unlock()
-	if ok {
+	if rx, ok := c.rx[src]; ok {
 		return rx, nil
 	}
 	rx, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
 	if c.rx == nil || len(c.rx) >= maxKeyRxCache {
 		c.rx = make(map[string]*regexp.Regexp)
 	}
 	c.rx[src] = rx
-	c.mu.Unlock()
 	return rx, nil
 }
 
@@ -97,39 +90,33 @@ func (c *keyRxCache) compile(src string) (*regexp.Regexp, error) {
 // keys leave the trie of the kept keys, so no kept key has it; a key that
 // ends inside the trie is matched whole ("^json\.contact$").
 func skipSources(all, kept []string) []string {
-	root, _ := trieOf(kept)
+	root, nodes := trieOf(kept)
 	type branch struct {
 		text  string // the prefix, or the whole key
 		whole bool
-		n     int
 	}
 	var branches []branch
-	at := map[string]int{}
-	skipped := 0
+	count := map[branch]int{}
 	for _, k := range all {
-		k = strings.ToLower(k)
-		text, whole, ok := root.leaves(k)
+		text, whole, ok := root.leaves(strings.ToLower(k))
 		if !ok {
 			continue // a kept key
 		}
-		skipped++
-		id := text
-		if whole {
-			id += "\x00$"
+		b := branch{text, whole}
+		if count[b] == 0 {
+			branches = append(branches, b)
 		}
-		i, seen := at[id]
-		if !seen {
-			i = len(branches)
-			at[id] = i
-			branches = append(branches, branch{text: text, whole: whole})
-		}
-		branches[i].n++
+		count[b]++
 	}
-	slices.SortStableFunc(branches, func(a, b branch) int { return b.n - a.n })
+	slices.SortStableFunc(branches, func(a, b branch) int { return count[b] - count[a] })
+	skipped := 0
+	for _, n := range count {
+		skipped += n
+	}
 	var out []string
 	left := skipped
 	for _, b := range branches {
-		if len(out) == maxKeyPrefixes || left == 0 || b.n*8 < skipped {
+		if len(out) == maxKeyPrefixes || count[b]*8 < skipped {
 			break
 		}
 		// The key is valid UTF-8: strings.ToLower, as Coraza lowers it,
@@ -139,10 +126,10 @@ func skipSources(all, kept []string) []string {
 			src += `$`
 		}
 		out = append(out, src)
-		left -= b.n
+		left -= count[b]
 	}
 	if left > 0 {
-		out = append(out, notAmong(kept))
+		out = append(out, root.expression(nodes > maxBacktrackNodes))
 	}
 	return out
 }

@@ -57,6 +57,13 @@ func TestNotAmong(t *testing.T) {
 	if rx := notAmong(sets[0]); strings.HasSuffix(rx, "$") {
 		t.Errorf("one key of 23 bytes: %s is anchored at the end", rx)
 	}
+	// At the limit and one past it.
+	if rx := notAmong([]string{strings.Repeat("a", maxBacktrackNodes)}); strings.HasSuffix(rx, "$") {
+		t.Errorf("a trie of %d runes: anchored at the end", maxBacktrackNodes)
+	}
+	if rx := notAmong([]string{strings.Repeat("a", maxBacktrackNodes+1)}); !strings.HasSuffix(rx, "$") {
+		t.Errorf("a trie of %d runes: not anchored at the end", maxBacktrackNodes+1)
+	}
 	for _, set := range sets {
 		root, _ := trieOf(set)
 		for _, whole := range []bool{false, true} {

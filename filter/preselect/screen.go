@@ -199,8 +199,9 @@ type txState struct {
 	walking int32
 	// keyHits: the values the memo says such rules match, by slot;
 	// walked and memoMax: per slot, how many of its values the screen
-	// walked, and the longest value it asked the memo about (-1: none).
-	// See keyrx.go.
+	// walked, and the longest value it asked the memo about (-1: none);
+	// keyAll and keyKept: keysToSkip's buffers; lastSkip: its last
+	// answer, for the screen skipGen counts. See keyrx.go.
 	keyHits  []keyHit
 	keyAll   []string
 	keyKept  []string
