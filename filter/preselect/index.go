@@ -742,6 +742,11 @@ type phasePlan struct {
 	screened []*screenedJump
 	// keyRx holds the expressions of the keys kept rules skip (keyrx.go).
 	keyRx keyRxCache
+	// tids numbers the trie's transformations by name (node.tid);
+	// chainNext[c][tid] is the made chain of chain c followed by
+	// transformation tid, 0 while not numbered (made.go).
+	tids      map[string]int32
+	chainNext [][]int32
 }
 
 // idSlot is one rule of the rule set, for the ranges of IDs a screen of
@@ -909,6 +914,7 @@ type node struct {
 	rules    []*srule
 	vars     uint64 // the collections the rules below read
 	idx      int
+	tid      int32 // the number of the transformation (phasePlan.tidOf)
 	// trig is the bit of the node's trigger bytes (transform.Triggers)
 	// in the plan's signatures, 0 when it has none.
 	trig uint64
@@ -924,7 +930,7 @@ func (n *node) child(name string, fn plugintypes.Transformation, pp *phasePlan) 
 		}
 	}
 	into, _ := transform.LookupInto(name)
-	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes)}
+	c := &node{name: name, fn: fn, into: into, parent: n, idx: len(pp.nodes), tid: pp.tidOf(name)}
 	if t, ok := transform.Triggers(name); ok {
 		c.trig = pp.triggerBit(t)
 	}

@@ -167,8 +167,13 @@ type txState struct {
 	named    [len(namedParents)]namedRead
 	namedGen uint32
 	// tbuf holds the transformed values of the walk down the trie under
-	// way (step).
-	tbuf []byte
+	// way (step); those below tfloor are kept for the rest of the value's
+	// walk. made holds what the walk of the value made, per made chain,
+	// for the walk madeGen counts (made.go).
+	tbuf      []byte
+	tfloor    int
+	madeSteps []madeStep
+	madeGen   uint32
 	// constTX: the index's constant TX values (Index.constTX).
 	constTX map[string][]string
 	// blocked holds, for each rule of the phase (two entries: what its
@@ -499,7 +504,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 			st.walking = int32(j)
 			st.scans = st.scans[:0]
 			if !remember || len(value) > mr.max {
-				st.visit(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown)
+				base := st.startValue()
+				st.visit(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown, 0)
+				st.endValue(base)
 				continue
 			}
 			found, ok := pp.memo.get(batchID, i, value, mr.body)
@@ -509,7 +516,9 @@ func (st *txState) plan(pp *phasePlan, tx plugintypes.TransactionState, seg, pos
 				}
 				st.found = st.found[:0]
 				st.valueGen++
-				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown)
+				base := st.startValue()
+				st.visitAll(pp, pp.root, value, true, i, st.newScan(pp), sigUnknown, 0)
+				st.endValue(base)
 				found = st.found
 				pp.memo.put(batchID, i, value, found, mr.body)
 			}
@@ -1022,7 +1031,7 @@ func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
 // stands for value: the one of the parent when n's transformation left
 // the value as it was, or only changed the case of ASCII letters (the
 // literal filters ignore ASCII case).
-func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64) {
+func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64, chain int32) {
 	bit := uint64(1) << vi
 	for _, r := range n.byVar[vi] {
 		if st.rules[r.idx] != inBatch || (r.multi && !changed) {
@@ -1038,9 +1047,9 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 			continue
 		}
 		mark := len(st.tbuf)
-		out, changed, k, osig := st.step(pp, c, value, scan, &sig)
-		st.visit(pp, c, out, changed, vi, k, osig)
-		st.tbuf = st.tbuf[:mark]
+		out, changed, k, osig, ochain := st.step(pp, c, value, scan, &sig, chain)
+		st.visit(pp, c, out, changed, vi, k, osig, ochain)
+		st.truncate(mark)
 	}
 }
 
@@ -1060,7 +1069,7 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 // rules below c are judged. Nothing keeps a transformed value past that:
 // the operators only read it, and the memos copy what they keep, and key
 // on the value as read.
-func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uint64) (string, bool, int, uint64) {
+func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uint64, chain int32) (string, bool, int, uint64, int32) {
 	if c.trig != 0 {
 		if *sig == sigUnknown {
 			*sig = pp.signature(value)
@@ -1068,11 +1077,21 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 		if *sig&c.trig == 0 {
 			// None of the bytes the transformation needs to change
 			// anything (transform.Triggers): the value as it is.
-			return value, false, scan, *sig
+			return value, false, scan, *sig, chain
+		}
+	}
+	var m *madeStep
+	id := int32(-1)
+	if chain >= 0 {
+		if id = pp.chainOf(chain, c.tid); id >= 0 {
+			if m = st.madeFor(id); m.gen == st.madeGen {
+				// Made on another path of this value's walk (made.go).
+				return m.out, m.changed, int(m.scan), m.sig, m.chain
+			}
 		}
 	}
 	var out string
-	var changed bool
+	var changed, inBuf bool
 	if c.into != nil {
 		mark := len(st.tbuf)
 		buf, unchanged, ch := c.into(st.tbuf, value)
@@ -1080,6 +1099,7 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 		if !unchanged {
 			st.tbuf = buf
 			out = unsafe.String(unsafe.SliceData(buf[mark:]), len(buf)-mark)
+			inBuf = true
 		}
 	} else {
 		var err error
@@ -1089,14 +1109,22 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 			out, changed = value, false
 		}
 	}
-	osig := *sig
+	osig, ochain := *sig, chain
 	if out != value {
-		osig = sigUnknown
+		osig, ochain = sigUnknown, id
 		if !sameButCase(out, value) {
 			scan = st.newScan(pp)
 		}
+	} else {
+		out, inBuf = value, false
 	}
-	return out, changed, scan, osig
+	if m != nil && (!inBuf || len(st.tbuf) <= maxMadeBytes) {
+		*m = madeStep{gen: st.madeGen, changed: changed, scan: int32(scan), chain: ochain, out: out, sig: osig}
+		if inBuf {
+			st.tfloor = len(st.tbuf)
+		}
+	}
+	return out, changed, scan, osig, ochain
 }
 
 // sameButCase reports whether a and b differ only in the case of ASCII
@@ -1143,7 +1171,7 @@ func (st *txState) match(r *srule) {
 // visitAll is visit for the memo: it judges every rule of the batch at n
 // that reads this collection, decided before or not, and adds those that
 // match to st.found, each once.
-func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64) {
+func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64, chain int32) {
 	bit := uint64(1) << vi
 	for _, r := range n.byVar[vi] {
 		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
@@ -1159,8 +1187,8 @@ func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, 
 			continue
 		}
 		mark := len(st.tbuf)
-		out, changed, k, osig := st.step(pp, c, value, scan, &sig)
-		st.visitAll(pp, c, out, changed, vi, k, osig)
-		st.tbuf = st.tbuf[:mark]
+		out, changed, k, osig, ochain := st.step(pp, c, value, scan, &sig, chain)
+		st.visitAll(pp, c, out, changed, vi, k, osig, ochain)
+		st.truncate(mark)
 	}
 }
