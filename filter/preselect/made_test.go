@@ -2,6 +2,8 @@ package preselect
 
 import (
 	"strings"
+
+	"github.com/wafguard/wafguard/filter/fastpath"
 	"testing"
 	"unsafe"
 )
@@ -132,5 +134,66 @@ func TestChainOf_limit(t *testing.T) {
 	}
 	if len(st.madeSteps) > int(last)+1 {
 		t.Errorf("a step past the limit was kept")
+	}
+}
+
+// TestStep_within: a result that is the start or the end of the value
+// shares the value's union scan once that scan is done, and only then (a
+// scan is made on the first value that asks for it: the shorter one would
+// miss the literals of the part cut off); any other result has a scan of
+// its own.
+func TestStep_within(t *testing.T) {
+	pp := &phasePlan{root: &node{}, hitWords: 1, union: fastpath.NewUnion(nil)}
+	pp.nodes = []*node{pp.root}
+	win := pp.root.child("normalizepathwin", nil, pp)
+	win.fn = func(s string) (string, bool, error) { // the CRS's, for these values
+		switch s {
+		case "a b.":
+			return "a b", true, nil
+		case "a/./b":
+			return "a/b", true, nil
+		}
+		return s, false, nil
+	}
+	for _, c := range []struct {
+		value   string
+		scanned bool
+		shared  bool
+	}{
+		{"a b.", true, true},
+		{"a b.", false, false},
+		{"a/./b", true, false},
+	} {
+		var st txState
+		st.startValue()
+		sig := uint64(sigUnknown)
+		root := st.newScan(pp)
+		if c.scanned {
+			st.hitsOf(pp, root, c.value)
+		}
+		_, _, k, _, _ := st.step(pp, win, c.value, root, &sig, 0)
+		if shared := k == root; shared != c.shared {
+			t.Errorf("%q (value scanned %v): shares the value's scan %v, want %v", c.value, c.scanned, shared, c.shared)
+		}
+	}
+}
+
+// TestWithin: the start or the end of a value, shorter than it.
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		out, value string
+		want       bool
+	}{
+		{"abc", "abc.", true},
+		{"bc.", "abc.", true},
+		{"", "abc", true},
+		{"abc", "abc", false}, // not shorter: the same value, the same scan anyway
+		{"b", "abc", false},   // inside, neither start nor end
+		{"abcd", "abc", false},
+		{"ab c", "abc", false},
+	} {
+		if got := within(c.out, c.value); got != c.want {
+			t.Errorf("within(%q, %q) = %v, want %v", c.out, c.value, got, c.want)
+		}
 	}
 }

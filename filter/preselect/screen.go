@@ -1057,7 +1057,8 @@ func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi 
 // result, whether the transformation changed it, and the union scan that
 // stands for the result: the parent's when the value is the same, or only
 // the case of ASCII letters changed (the literal filters ignore ASCII
-// case), else a new one; and the result's signature (sigUnknown when it
+// case), or the result is the start or the end of the value (within),
+// else a new one; and the result's signature (sigUnknown when it
 // is a new value). sig is value's signature, which step works out the
 // first time a child needs it: a value without the bytes a
 // transformation needs to change anything (transform.Triggers) is not
@@ -1112,7 +1113,7 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 	osig, ochain := *sig, chain
 	if out != value {
 		osig, ochain = sigUnknown, id
-		if !sameButCase(out, value) {
+		if !sameButCase(out, value) && !(st.scans[scan] && within(out, value)) {
 			scan = st.newScan(pp)
 		}
 	} else {
@@ -1140,6 +1141,17 @@ func sameButCase(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// within reports whether out, shorter than value, is its start or its
+// end: t:normalizePathWin on a sentence that ends with a dot, t:trim. The
+// union's literals found in value are then a superset of those in out,
+// and value's scan, once done (a scan is done on the first value that
+// asks for it, hitsOf), stands for out: the union only tells which
+// operators to run (judges), and a literal found in the part cut off
+// costs one operator run that finds no match, never a match missed.
+func within(out, value string) bool {
+	return len(out) < len(value) && (strings.HasPrefix(value, out) || strings.HasSuffix(value, out))
 }
 
 // sigUnknown stands for a value's signature not worked out yet
