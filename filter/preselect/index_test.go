@@ -474,3 +474,88 @@ func TestTriggerBit_limit(t *testing.T) {
 		t.Errorf("signature of every byte: %#x, want the 63 bits below sigUnknown", sig)
 	}
 }
+
+// TestScreen_united: of the rules judged at one node, those the union
+// stands for are judged through its hits, the others (without literals)
+// one by one, and each is decided as Coraza would: a literal the union
+// finds whose rule's pattern does not match (13, first request), a
+// multiMatch rule on the value before and after its transformation (16),
+// beside a negated rule on values without its literal (14), judged on
+// its own.
+func TestScreen_united(t *testing.T) {
+	waf, ix := compile(t, `SecRuleEngine On
+SecRule ARGS "@rx alpha" "id:11,phase:2,pass,log,t:none,t:lowercase"
+SecRule ARGS "@rx beta" "id:12,phase:2,pass,log,t:none,t:lowercase"
+SecRule ARGS "@rx gamma[0-9]" "id:13,phase:2,pass,log,t:none,t:lowercase"
+SecRule ARGS "!@rx delta" "id:14,phase:2,pass,log,t:none,t:lowercase"
+SecRule ARGS "@detectSQLi" "id:15,phase:2,pass,log,t:none,t:lowercase"
+SecRule ARGS "@rx epsilon" "id:16,phase:2,pass,log,multiMatch,t:none,t:lowercase"
+`)
+	var reports []Report
+	OnScreen = func(r Report) { reports = append(reports, r) }
+	defer func() { OnScreen = nil }()
+	for _, c := range []struct {
+		query, matched string
+		removed        int
+	}{
+		{"a=ALPHA&b=gamma&c=delta", "11 14", 4},
+		{"a=EPSILON&b=gamma7", "13 14 16", 3},
+		{"a=delta", "", 6},
+	} {
+		reports = reports[:0]
+		tx := waf.NewTransaction()
+		tx.ProcessURI("/?"+c.query, "GET", "HTTP/1.1")
+		tx.ProcessRequestHeaders()
+		if _, err := tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+		var matched []string
+		for _, mr := range tx.MatchedRules() {
+			matched = append(matched, fmt.Sprint(mr.Rule().ID()))
+		}
+		if got := strings.Join(matched, " "); got != c.matched {
+			t.Errorf("%s: matched %q, want %q", c.query, got, c.matched)
+		}
+		if len(reports) != 1 || reports[0].Screened != 6 || reports[0].Removed != c.removed {
+			t.Errorf("%s: reports %+v, want 6 screened and %d removed", c.query, reports, c.removed)
+		}
+		tx.Close()
+	}
+
+	pp := ix.plans[types.PhaseRequestBody]
+	var lower *node
+	for _, n := range pp.nodes {
+		if n.name == "lowercase" && n.parent == pp.root {
+			lower = n
+		}
+	}
+	if lower == nil {
+		t.Fatal("no node for t:lowercase")
+	}
+	ids := func(lists [][]*srule) string {
+		var s []int
+		for _, l := range lists {
+			for _, r := range l {
+				if !slices.Contains(s, r.id) {
+					s = append(s, r.id)
+				}
+			}
+		}
+		slices.Sort(s)
+		return fmt.Sprint(s)
+	}
+	// 14, negated, is judged on its own (not in the trie).
+	if got := ids(lower.plain); got != "[15]" {
+		t.Errorf("plain rules %s, want [15]", got)
+	}
+	if got := ids(lower.united); got != "[11 12 13 16]" {
+		t.Errorf("united rules %s, want [11 12 13 16]", got)
+	}
+	for i, rs := range lower.united {
+		for _, r := range rs {
+			if pp.bySlot[r.slot] != r || lower.unitedMask[i][r.slot>>6]&(1<<(r.slot&63)) == 0 {
+				t.Errorf("rule %d: slot %d not in the node's mask or bySlot", r.id, r.slot)
+			}
+		}
+	}
+}

@@ -361,5 +361,9 @@ func (ix *Index) activateRecords(removed map[int]bool) {
 		rec.on = true
 		// Nothing the memo holds was judged this way.
 		pp.memo = memo{}
+		if pp.united {
+			// The rule is judged from its list now, not through the union.
+			pp.slotRules()
+		}
 	}
 }

@@ -237,4 +237,19 @@ func TestRecords_crs(t *testing.T) {
 	if want := []string{"header_name_920450_", "header_name_920451_"}; !slices.Equal(got, want) {
 		t.Errorf("record rules on: %v, want %v", got, want)
 	}
+	// A record rule is judged from its list: never through the union.
+	for _, pp := range ix.plans {
+		if pp == nil {
+			continue
+		}
+		for _, n := range pp.nodes {
+			for _, rs := range n.united {
+				for _, r := range rs {
+					if r.rec != nil && r.rec.on {
+						t.Errorf("record rule %d is judged through the union", r.id)
+					}
+				}
+			}
+		}
+	}
 }

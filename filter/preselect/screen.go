@@ -1,6 +1,7 @@
 package preselect
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1033,13 +1034,23 @@ func (st *txState) hitsOf(pp *phasePlan, k int, value string) []uint64 {
 // literal filters ignore ASCII case).
 func (st *txState) visit(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64, chain int32) {
 	bit := uint64(1) << vi
-	for _, r := range n.byVar[vi] {
+	for _, r := range n.plain[vi] {
 		if st.rules[r.idx] != inBatch || (r.multi && !changed) {
 			continue
 		}
 		if st.judges(pp, r, value, scan) {
 			st.match(r)
 			st.matchedIn(r, vi)
+		}
+	}
+	if rs := n.united[vi]; len(rs) != 0 {
+		// The union's hits are read (a pass over the value, the first
+		// time) only when one of these rules is still to be judged.
+		for _, r := range rs {
+			if st.rules[r.idx] == inBatch && (changed || !r.multi) {
+				st.visitUnited(pp, n.unitedMask[vi], value, changed, vi, scan)
+				break
+			}
 		}
 	}
 	for _, c := range n.children {
@@ -1158,6 +1169,43 @@ func within(out, value string) bool {
 // (phasePlan.signature); the signatures use the other bits.
 const sigUnknown = 1 << 63
 
+// visitUnited judges the rules of the pass at a node whose union slots
+// mask holds, on value (of union scan scan), as visit does: of those, only
+// the ones whose literals the union found in the value can match, and
+// those run their confirmation. None is negated (node.united).
+func (st *txState) visitUnited(pp *phasePlan, mask []uint64, value string, changed bool, vi int, scan int) {
+	h := st.hitsOf(pp, scan, value)
+	for w, m := range mask {
+		for x := h[w] & m; x != 0; x &= x - 1 {
+			r := pp.bySlot[w<<6|bits.TrailingZeros64(x)]
+			if st.rules[r.idx] != inBatch || (r.multi && !changed) {
+				continue
+			}
+			if r.confirm(value) {
+				st.match(r)
+				st.matchedIn(r, vi)
+			}
+		}
+	}
+}
+
+// visitAllUnited is visitUnited for visitAll.
+func (st *txState) visitAllUnited(pp *phasePlan, mask []uint64, value string, changed bool, scan int) {
+	h := st.hitsOf(pp, scan, value)
+	for w, m := range mask {
+		for x := h[w] & m; x != 0; x &= x - 1 {
+			r := pp.bySlot[w<<6|bits.TrailingZeros64(x)]
+			if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
+				continue
+			}
+			if r.confirm(value) {
+				st.seen[r.idx] = st.valueGen
+				st.found = append(st.found, int32(r.idx))
+			}
+		}
+	}
+}
+
 // judges reports whether trie rule r matches value (the value of union
 // scan scan): an @rx rule the union stands for runs its automaton only
 // when its literal filter may match.
@@ -1185,13 +1233,21 @@ func (st *txState) match(r *srule) {
 // match to st.found, each once.
 func (st *txState) visitAll(pp *phasePlan, n *node, value string, changed bool, vi int, scan int, sig uint64, chain int32) {
 	bit := uint64(1) << vi
-	for _, r := range n.byVar[vi] {
+	for _, r := range n.plain[vi] {
 		if st.member[r.idx] != st.gen || st.seen[r.idx] == st.valueGen || (r.multi && !changed) {
 			continue
 		}
 		if st.judges(pp, r, value, scan) {
 			st.seen[r.idx] = st.valueGen
 			st.found = append(st.found, int32(r.idx))
+		}
+	}
+	if rs := n.united[vi]; len(rs) != 0 {
+		for _, r := range rs {
+			if st.member[r.idx] == st.gen && st.seen[r.idx] != st.valueGen && (changed || !r.multi) {
+				st.visitAllUnited(pp, n.unitedMask[vi], value, changed, scan)
+				break
+			}
 		}
 	}
 	for _, c := range n.children {
