@@ -52,6 +52,17 @@ func TestDefaultPool(t *testing.T) {
 		if (r.Name == "attack") != (r.WantStatus == 403) {
 			t.Errorf("%s %s: class %s wants %d", r.Method, r.Path, r.Name, r.WantStatus)
 		}
+		if r.Body != nil {
+			var length []string
+			for _, h := range r.Headers {
+				if h[0] == "content-length" {
+					length = append(length, h[1])
+				}
+			}
+			if want := strconv.Itoa(len(r.Body)); len(length) != 1 || length[0] != want {
+				t.Errorf("%s %s: content-length %q, want one of %s", r.Method, r.Path, length, want)
+			}
+		}
 		if r.Name == "benign_json" && len(r.Body) < 5000 {
 			t.Errorf("%s: JSON body of %d bytes, want 5-25 KB", r.Path, len(r.Body))
 		}
