@@ -927,8 +927,9 @@ type node struct {
 	// or that are negated, each judged in turn; united[i] are the others,
 	// whose union slots unitedMask[i] holds, so that a screen runs the
 	// confirmation of only those whose literals the union found, without
-	// going through the rest (a value of a JSON body passes some 30 of
-	// them per node, of which the union finds one in a hundred).
+	// going through the rest (a JSON order of the bench tested some
+	// 14,000 slots this way, of which 184 held a literal). unite runs
+	// before any screen (screenFrom), so every node has these.
 	plain, united [][]*srule
 	unitedMask    [][]uint64
 }
