@@ -472,9 +472,6 @@ func (g *gen) jsonAttack(kind string, payloads []string) Request {
 func (g *gen) sqliJSON() Request { return g.jsonAttack("sqli_json", sqliPayloads) }
 func (g *gen) xssJSON() Request  { return g.jsonAttack("xss_json", xssPayloads) }
 
-// headerPairs turns a generated header set into the pool's form: lower-case
-// names in name order, without Host (the drivers send it as :authority,
-// HTTPHeader adds it back).
 // bodyHeaders is headerPairs with the Content-Length of body, which every
 // HTTP/1.1 client sends with a body it knows the size of (the bench's
 // client writes its own from the body; net/http leaves this one out), so
@@ -486,6 +483,9 @@ func bodyHeaders(h http.Header, body []byte) [][2]string {
 	return headerPairs(h)
 }
 
+// headerPairs turns a generated header set into the pool's form: lower-case
+// names in name order, without Host (the drivers send it as :authority,
+// HTTPHeader adds it back).
 func headerPairs(h http.Header) [][2]string {
 	names := make([]string, 0, len(h))
 	for k := range h {
