@@ -21,7 +21,13 @@ var requests = benchreq.Requests()
 // to measure the plugin without it beside the plugin with it, and
 // PERF_HOLD_HEADERS=1 turns hold_headers_until_inspected on (the VMs then
 // get allow_on_headers_stop_iteration, see holdHeaders).
+// PERF_PLUGIN_CONFIG replaces the whole plugin configuration, e.g. to
+// measure what Coraza costs without the CRS (the answers then differ from
+// the CRS's, so the pool benchmarks stop checking them; see ownConfig).
 func crsConfig() string {
+	if ownConfig() {
+		return os.Getenv("PERF_PLUGIN_CONFIG")
+	}
 	if os.Getenv("PERF_RULE_PRESELECTION") == "false" {
 		return `{"rule_preselection": false}`
 	}
@@ -30,6 +36,10 @@ func crsConfig() string {
 	}
 	return `{}`
 }
+
+// ownConfig reports whether PERF_PLUGIN_CONFIG sets the plugin
+// configuration.
+func ownConfig() bool { return os.Getenv("PERF_PLUGIN_CONFIG") != "" }
 
 // holdHeaders reports whether PERF_HOLD_HEADERS asks for the hold mode.
 func holdHeaders() bool { return os.Getenv("PERF_HOLD_HEADERS") == "1" }
