@@ -60,7 +60,7 @@ func TestDefaultPool(t *testing.T) {
 				}
 			}
 			if want := strconv.Itoa(len(r.Body)); len(length) != 1 || length[0] != want {
-				t.Errorf("%s %s: content-length %q, want one of %s", r.Method, r.Path, length, want)
+				t.Errorf("%s %s: content-length headers %q, want exactly one, %s", r.Method, r.Path, length, want)
 			}
 		}
 		if r.Name == "benign_json" && len(r.Body) < 5000 {
