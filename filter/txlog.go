@@ -4,11 +4,12 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	ctypes "github.com/corazawaf/coraza/v3/types"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+
+	"github.com/wafguard/wafguard/internal/scratch"
 )
 
 // txAction is what the filter did with a transaction.
@@ -166,7 +167,7 @@ func (s *stream) report(tx ctypes.Transaction) {
 			s.finalStatus = int(le64(b))
 		}
 	}
-	b := s.plugin.logBuf[:0]
+	b := scratch.Truncate(s.plugin.logBuf, 0)
 	b = append(b, `{"transaction_id":`...)
 	b = appendJSONString(b, tx.ID())
 	b = append(b, `,"rule_set":`...)
@@ -219,9 +220,7 @@ func (s *stream) report(tx ctypes.Transaction) {
 	}
 	b = append(b, "]}"...)
 	s.plugin.logBuf = b
-	// The host copies the message during the call, so the buffer can be
-	// lent as a string without a copy.
-	proxywasm.LogInfo(unsafe.String(unsafe.SliceData(b), len(b)))
+	proxywasm.LogInfo(lentLine(b))
 }
 
 func le64(b []byte) uint64 {

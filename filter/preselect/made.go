@@ -1,5 +1,7 @@
 package preselect
 
+import "github.com/wafguard/wafguard/internal/scratch"
+
 // Paths of the trie that make the same string.
 //
 // Most transformations leave most values as they are: a value without
@@ -114,7 +116,7 @@ func (st *txState) startValue() int {
 
 // endValue drops what the value's walk made.
 func (st *txState) endValue(base int) {
-	st.tbuf = st.tbuf[:base]
+	st.tbuf = scratch.Truncate(st.tbuf, base)
 	st.tfloor = 0
 	// The strings made stay in the table until overwritten, as the
 	// buffer they point into stays in the state.
@@ -122,5 +124,5 @@ func (st *txState) endValue(base int) {
 
 // truncate drops the strings a path made after mark, but none kept.
 func (st *txState) truncate(mark int) {
-	st.tbuf = st.tbuf[:max(mark, st.tfloor)]
+	st.tbuf = scratch.Truncate(st.tbuf, max(mark, st.tfloor))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/corazawaf/coraza/v3/types/variables"
 
 	"github.com/wafguard/wafguard/filter/fastpath"
+	"github.com/wafguard/wafguard/internal/scratch"
 )
 
 // Report is what one screen did: in Phase, Removed of the Screened rules
@@ -270,6 +271,7 @@ func (st *txState) enter(pp *phasePlan, phase types.RulePhase) {
 	st.namedGen++
 	if cap(st.tbuf) > maxKeptTbuf {
 		// A large value walked before: not kept for the VM's life.
+		scratch.Release(st.tbuf)
 		st.tbuf = nil
 	}
 }

@@ -3,6 +3,8 @@ package preselect
 import (
 	"strings"
 	"unsafe"
+
+	"github.com/wafguard/wafguard/internal/scratch"
 )
 
 // The screen may judge a rule that reads TX variables (the CRS's
@@ -136,7 +138,7 @@ func eachLineAt(text string, directive func(d string, first, last int) bool, fre
 // keeps for the next call: a caller that reads many directives one at a
 // time (a rule's text at a time) grows one buffer instead of one each.
 func eachLineIn(bufp *[]byte, text string, directive func(d string, first, last int) bool, free func(line int)) {
-	buf := (*bufp)[:0]
+	buf := scratch.Truncate(*bufp, 0)
 	defer func() { *bufp = buf }()
 	inBackticks := false
 	first := -1
@@ -174,7 +176,7 @@ func eachLineIn(bufp *[]byte, text string, directive func(d string, first, last 
 		if !directive(d, first, i) {
 			return
 		}
-		buf = buf[:0]
+		buf = scratch.Truncate(buf, 0)
 		first = -1
 	}
 }
