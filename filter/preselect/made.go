@@ -1,6 +1,10 @@
 package preselect
 
-import "github.com/wafguard/wafguard/internal/scratch"
+import (
+	"unsafe"
+
+	"github.com/wafguard/wafguard/internal/scratch"
+)
 
 // Paths of the trie that make the same string.
 //
@@ -120,6 +124,34 @@ func (st *txState) endValue(base int) {
 	st.tfloor = 0
 	// The strings made stay in the table until overwritten, as the
 	// buffer they point into stays in the state.
+}
+
+// keepMade reports whether s may be kept for the rest of the value's walk,
+// and makes it so: s must stay as it is until endValue. A string outside
+// the buffer's current array (the value as read, a result in memory of
+// its own, a result left in an array the buffer has outgrown) and one
+// below tfloor stay. One that reaches above tfloor (a result just made
+// into the buffer, the parent's result passed on unchanged, a slice of it
+// that t:trim returns) stays when the buffer is at most maxMadeBytes
+// long: tfloor rises to the buffer's end, and truncate leaves it there.
+// Past that it would be overwritten by the next path, and is not kept.
+func (st *txState) keepMade(s string) bool {
+	if len(s) == 0 || cap(st.tbuf) == 0 {
+		return true
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(st.tbuf)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if p < base || p >= base+uintptr(cap(st.tbuf)) {
+		return true
+	}
+	if int(p-base)+len(s) <= st.tfloor {
+		return true
+	}
+	if len(st.tbuf) > maxMadeBytes {
+		return false
+	}
+	st.tfloor = len(st.tbuf)
+	return true
 }
 
 // truncate drops the strings a path made after mark, but none kept.

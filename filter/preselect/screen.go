@@ -1105,7 +1105,7 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 		}
 	}
 	var out string
-	var changed, inBuf bool
+	var changed bool
 	if c.into != nil {
 		mark := len(st.tbuf)
 		buf, unchanged, ch := c.into(st.tbuf, value)
@@ -1113,7 +1113,6 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 		if !unchanged {
 			st.tbuf = buf
 			out = unsafe.String(unsafe.SliceData(buf[mark:]), len(buf)-mark)
-			inBuf = true
 		}
 	} else {
 		var err error
@@ -1130,13 +1129,10 @@ func (st *txState) step(pp *phasePlan, c *node, value string, scan int, sig *uin
 			scan = st.newScan(pp)
 		}
 	} else {
-		out, inBuf = value, false
+		out = value
 	}
-	if m != nil && (!inBuf || len(st.tbuf) <= maxMadeBytes) {
+	if m != nil && st.keepMade(out) {
 		*m = madeStep{gen: st.madeGen, changed: changed, scan: int32(scan), chain: ochain, out: out, sig: osig}
-		if inBuf {
-			st.tfloor = len(st.tbuf)
-		}
 	}
 	return out, changed, scan, osig, ochain
 }
