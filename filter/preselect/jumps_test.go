@@ -35,27 +35,47 @@ func (r jumpFS) ReadFile(name string) ([]byte, error) {
 }
 
 // compileJumps compiles directives as the filter does: with the jumps
-// PlanJumps plans (none with plan false).
+// PlanJumps plans (none with plan false), keeping the markers.
 func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraza.WAF, *Index) {
 	t.Helper()
 	var p *JumpPlan
 	if plan {
 		p = PlanJumps(directives, fsys)
 	}
-	return compilePlanned(t, fsys, directives, p)
+	return compileMarkers(t, fsys, directives, p, true)
 }
 
 // compilePlanned compiles directives as the filter does, with the plan p
 // (nil: none), keeping the markers: the jumps are what a rule set whose
 // markers cannot be hidden runs with (markers.go).
+//
+// Snapshot must succeed, but for a plan that leaves rules out
+// (PlanLeavingOut) whose gates do not all jump after all (a level the
+// planner could not read): Snapshot then refuses the prelude, as it
+// must, and the filter, like the caller, learns it from AlwaysJumps.
 func compilePlanned(t testing.TB, fsys fs.FS, directives string, p *JumpPlan) (coraza.WAF, *Index) {
 	t.Helper()
-	return compileMarkers(t, fsys, directives, p, true)
+	waf, ix, err := compileSnapshot(t, fsys, directives, p, true)
+	if err != nil && (len(p.LeftOut()) == 0 || ix.AlwaysJumps(p.Gates())) {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return waf, ix
 }
 
 // compileMarkers is compilePlanned, with the markers hidden where the
-// rule set allows it unless keep is set.
+// rule set allows it unless keep is set; Snapshot must succeed.
 func compileMarkers(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, keep bool) (coraza.WAF, *Index) {
+	t.Helper()
+	waf, ix, err := compileSnapshot(t, fsys, directives, p, keep)
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	return waf, ix
+}
+
+// compileSnapshot compiles as compileMarkers does and returns what
+// Snapshot said.
+func compileSnapshot(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, keep bool) (coraza.WAF, *Index, error) {
 	t.Helper()
 	b := NewBuilder()
 	b.keepMarkers = keep
@@ -70,8 +90,8 @@ func compileMarkers(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, ke
 		t.Fatal(err)
 	}
 	ix := b.Finish(waf.(experimental.WAFWithRules).RulesCount())
-	_, _ = ix.Snapshot(waf)
-	return waf, ix
+	_, err = ix.Snapshot(waf)
+	return waf, ix, err
 }
 
 // jumpFiles is a rule set shaped like the CRS: request files with
@@ -333,28 +353,79 @@ func TestCheckJumps(t *testing.T) {
 
 // TestJumps_crs pins the jumps of the CRS at paranoia level 1: where they
 // go, that they hold, and that the prelude is unchanged by them.
+//
+// The marker jumps (SecAction, IDs in planning order, phase by phase)
+// pass over runs of at least three markers and no rule of their phase
+// that the prelude leaves: from the first comment lines of
+// @coraza.conf-recommended, the request files' markers in phases 3 and 4
+// and those up to 959 in phase 5; from its last comment line (past its
+// own phase 2 rules) those of 901 to 913 in phase 2; 942 to 944 in phase
+// 1 (past 941010); everything after 949 in phases 1 and 2 from 999; the
+// response files' markers in phases 3 (951 to 956, and 980) and 4 (980).
+// The screened jumps (@preselectjump, screenedjumps.go) then take the
+// free lines left in front of the attack files of phases 1 and 2.
 func TestJumps_crs(t *testing.T) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
 	p := PlanJumps(directives, coreruleset.FS)
 	if p == nil {
 		t.Fatal("no jumps planned for the CRS")
 	}
-	var got []string
-	for file, lines := range p.lines {
-		for _, l := range lines {
-			got = append(got, file+": "+l[strings.Index(l, "phase:"):])
+	marker := func(n, phase int, mark string) string {
+		return fmt.Sprintf(`SecAction "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpBase+n, phase, mark)
+	}
+	screened := func(n, phase int, mark string) string {
+		return fmt.Sprintf(`SecRule REQUEST_METHOD "@%s" "id:%d,phase:%d,pass,nolog,noauditlog,skipAfter:%s"`, jumpOperator, jumpBase+n, phase, mark)
+	}
+	const (
+		end913 = "END-REQUEST-913-SCANNER-DETECTION"
+		end934 = "END-REQUEST-934-APPLICATION-ATTACK-GENERIC"
+		end944 = "END-REQUEST-944-APPLICATION-ATTACK-JAVA"
+		end949 = "END-REQUEST-949-BLOCKING-EVALUATION"
+		end956 = "END-RESPONSE-956-DATA-LEAKAGES-RUBY"
+		end959 = "END-RESPONSE-959-BLOCKING-EVALUATION"
+		end980 = "END-RESPONSE-980-CORRELATION"
+	)
+	want := map[string]map[int]string{
+		"@coraza.conf-recommended": {
+			0: marker(4, 3, end949), 1: marker(7, 4, end949), 2: marker(9, 5, end959), 78: marker(2, 2, end913),
+		},
+		"@owasp_crs/REQUEST-921-PROTOCOL-ATTACK.conf":            {0: screened(10, 1, end934)},
+		"@owasp_crs/REQUEST-922-MULTIPART-ATTACK.conf":           {0: screened(11, 1, end934)},
+		"@owasp_crs/REQUEST-931-APPLICATION-ATTACK-RFI.conf":     {0: screened(12, 1, end934), 1: screened(14, 2, end944)},
+		"@owasp_crs/REQUEST-932-APPLICATION-ATTACK-RCE.conf":     {0: screened(13, 1, end934), 1: screened(15, 2, end944)},
+		"@owasp_crs/REQUEST-933-APPLICATION-ATTACK-PHP.conf":     {0: screened(16, 2, end944)},
+		"@owasp_crs/REQUEST-934-APPLICATION-ATTACK-GENERIC.conf": {0: screened(17, 2, end944)},
+		"@owasp_crs/REQUEST-941-APPLICATION-ATTACK-XSS.conf":     {0: screened(18, 2, end944)},
+		"@owasp_crs/REQUEST-942-APPLICATION-ATTACK-SQLI.conf":    {0: marker(0, 1, end944), 1: screened(19, 2, end944)},
+		"@owasp_crs/REQUEST-999-COMMON-EXCEPTIONS-AFTER.conf":    {0: marker(1, 1, end980), 1: marker(3, 2, end980)},
+		"@owasp_crs/RESPONSE-951-DATA-LEAKAGES-SQL.conf":         {0: marker(5, 3, end956)},
+		"@owasp_crs/RESPONSE-980-CORRELATION.conf":               {0: marker(6, 3, end980), 1: marker(8, 4, end980)},
+	}
+	if !maps.EqualFunc(p.lines, want, maps.Equal) {
+		var got []string
+		for file, lines := range p.lines {
+			for n, l := range lines {
+				got = append(got, fmt.Sprintf("%s:%d: %s", file, n, l))
+			}
+		}
+		slices.Sort(got)
+		t.Errorf("jumps:\n%s\nwant %v", strings.Join(got, "\n"), want)
+	}
+	var ids, screenedIDs []int
+	for n := range 20 {
+		ids = append(ids, jumpBase+n)
+		if n >= 10 {
+			screenedIDs = append(screenedIDs, jumpBase+n)
 		}
 	}
-	slices.Sort(got)
-	t.Logf("jumps:\n%s", strings.Join(got, "\n"))
-	if len(got) < 5 {
-		t.Errorf("%d jumps, want one at least for each phase", len(got))
+	if !slices.Equal(p.IDs(), ids) || !slices.Equal(p.ScreenedIDs(), screenedIDs) {
+		t.Errorf("IDs %v, screened %v; want %v, the last ten screened", p.IDs(), p.ScreenedIDs(), ids)
 	}
 	_, ix := compileJumps(t, coreruleset.FS, directives, true)
 	_, plain := compileJumps(t, coreruleset.FS, directives, false)
 	all, off := ix.Jumps()
-	if len(all) != len(got) || len(off) != 0 {
-		t.Errorf("compiled jumps %v, refused %v; want the %d planned, none refused", all, off, len(got))
+	if !slices.Equal(slices.Sorted(slices.Values(all)), ids) || len(off) != 0 {
+		t.Errorf("compiled jumps %v, refused %v; want the %d planned, none refused", all, off, len(ids))
 	}
 	if a, b := ix.PreludeIDs(), plain.PreludeIDs(); !slices.Equal(a, b) {
 		t.Errorf("the prelude removes %d rules with the jumps, %d without", len(a), len(b))

@@ -172,7 +172,9 @@ SecMarker E`
 	}
 	triggers := slices.Clone(b.triggers)
 	ix := b.Finish(waf.(experimental.WAFWithRules).RulesCount())
-	_, _ = ix.Snapshot(waf)
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
 	if !ix.hideMarkers {
 		t.Fatal("the markers are not hidden")
 	}
