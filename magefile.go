@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +31,13 @@ const (
 	// Envoy does not serve; memoize_builders caches compiled regexes and
 	// Aho-Corasick matchers across WAFs of one VM.
 	buildTags = "no_fs_access,memoize_builders"
+	// testTags: native tests run in the poison build (internal/scratch):
+	// every region of a reused buffer given up is overwritten at once, so
+	// a string still lent from it reads bytes no request holds. The .wasm
+	// the tests drive is built without it.
+	testTags = "wafguard_poison"
+	// ciFuzzTime is the time check gives each fuzz target.
+	ciFuzzTime = "10s"
 	// imageDir is where Image writes the OCI images (ociimage.Write).
 	imageDir = "build/image"
 	// istioPullDir is the nested module whose test pulls the images with
@@ -154,13 +163,14 @@ func Lint() error {
 }
 
 // Test builds the .wasm, installs Node 26 (v8), and runs every Go test,
-// natively, on the .wasm in wazero and on V8 (WASM_REQUIRED and
-// WAFGUARD_V8_REQUIRED make a missing .wasm or Node a failure, not a skip);
-// then writes the images (image) and pulls them from an in-process
-// registry with Istio's fetcher (the nested module internal/ociimage/istiopull).
+// natively (in the poison build, testTags), on the .wasm in wazero and on
+// V8 (WASM_REQUIRED and WAFGUARD_V8_REQUIRED make a missing .wasm or Node
+// a failure, not a skip); then writes the images (image) and pulls them
+// from an in-process registry with Istio's fetcher (the nested module
+// internal/ociimage/istiopull).
 func Test() error {
 	mg.Deps(Build, V8)
-	if err := run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-count=1", "-timeout=30m", "./..."); err != nil {
+	if err := run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-tags", testTags, "-count=1", "-timeout=40m", "./..."); err != nil {
 		return err
 	}
 	mg.Deps(Image)
@@ -298,10 +308,14 @@ func V8() error {
 	return nil
 }
 
-// Check runs everything CI runs: lint, the tests and the CRS regression suite.
+// Check runs everything CI runs: lint, the tests, the CRS regression suite
+// and every fuzz target for ciFuzzTime.
 func Check() {
-	mg.SerialDeps(Lint, Test, Ftw)
+	mg.SerialDeps(Lint, Test, Ftw, fuzzCI)
 }
+
+// fuzzCI is Fuzz for ciFuzzTime a target.
+func fuzzCI() error { return Fuzz(ciFuzzTime) }
 
 // Ftw runs the OWASP CRS regression suite (go-ftw) against build/main.wasm
 // in the host, twice: as configured, then with hold_headers_until_inspected
@@ -326,26 +340,76 @@ func Bench() error {
 	return run(nil, "go", "run", "./bench/cmd/bench")
 }
 
-// Fuzz runs each fuzz target for perTarget (a Go duration: "go run mage.go fuzz 60s").
-// Inputs that fail are written under the package's testdata/fuzz, where
-// plain go test replays them.
+// Fuzz runs each fuzz target of the module for perTarget (a Go duration:
+// "go run mage.go fuzz 60s"), in the poison build (testTags). Inputs that
+// fail are written under the package's testdata/fuzz, where plain go test
+// replays them. FUZZ_INCLUDE=<regex> runs the targets whose
+// "package.Name" it matches.
 func Fuzz(perTarget string) error {
 	if _, err := time.ParseDuration(perTarget); err != nil {
 		return fmt.Errorf("fuzz: time per target: got %q, want a Go duration such as 60s: %w", perTarget, err)
 	}
-	targets := []struct{ pkg, name string }{
-		{"./pluginconfig", "FuzzParse"}, {"./filter", "FuzzRequest"}, {"./filter", "FuzzRequest_crs"}, {"./filter", "FuzzPreselection"},
-		{"./admission", "FuzzParseConfig"}, {"./admission", "FuzzGuard_sharedValue"},
+	targets, err := fuzzTargets()
+	if err != nil {
+		return err
 	}
-	for i, tg := range targets {
-		fmt.Printf("fuzz [%d/%d]: %s %s for %s\n", i+1, len(targets), tg.pkg, tg.name, perTarget)
-		if err := run(nil, "go", "test", tg.pkg, "-run", "^$", "-fuzz", "^"+tg.name+"$",
-			"-fuzztime", perTarget, "-fuzzminimizetime", "5s", "-parallel", "1"); err != nil {
-			return err
+	if inc := os.Getenv("FUZZ_INCLUDE"); inc != "" {
+		re, err := regexp.Compile(inc)
+		if err != nil {
+			return fmt.Errorf("fuzz: FUZZ_INCLUDE: %w", err)
+		}
+		targets = slices.DeleteFunc(targets, func(t fuzzTarget) bool { return !re.MatchString(t.String()) })
+		if len(targets) == 0 {
+			return fmt.Errorf("fuzz: FUZZ_INCLUDE=%s matches no fuzz target", inc)
 		}
 	}
+	start := time.Now()
+	for i, tg := range targets {
+		fmt.Printf("fuzz [%d/%d]: %s for %s (%s so far)\n", i+1, len(targets), tg, perTarget, time.Since(start).Round(time.Second))
+		if err := run(nil, "go", "test", "-tags", testTags, tg.pkg, "-run", "^$", "-fuzz", "^"+tg.name+"$",
+			"-fuzztime", perTarget, "-fuzzminimizetime", "5s", "-parallel", "1"); err != nil {
+			return fmt.Errorf("fuzz: %s: %w (the failing input is under %s/testdata/fuzz/%s)", tg, err, tg.pkg, tg.name)
+		}
+	}
+	fmt.Printf("fuzz: %d targets in %s\n", len(targets), time.Since(start).Round(time.Second))
 	return nil
 }
+
+// fuzzTarget is one fuzz function of a package.
+type fuzzTarget struct{ pkg, name string }
+
+func (t fuzzTarget) String() string { return t.pkg + "." + t.name }
+
+// fuzzTargets lists every fuzz function of the module (go test -list),
+// package by package.
+func fuzzTargets() ([]fuzzTarget, error) {
+	out, err := exec.Command("go", "test", "-tags", testTags, "-list", "^Fuzz", "./...").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("fuzz: listing the fuzz targets (go test -list ^Fuzz ./...): %w\n%s", err, out)
+	}
+	var targets, pending []fuzzTarget
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 1 && strings.HasPrefix(f[0], "Fuzz"):
+			pending = append(pending, fuzzTarget{name: f[0]})
+		case len(f) >= 2 && (f[0] == "ok" || f[0] == "?"):
+			pkg := "./" + strings.TrimPrefix(strings.TrimPrefix(f[1], modulePath), "/")
+			for _, t := range pending {
+				t.pkg = pkg
+				targets = append(targets, t)
+			}
+			pending = nil
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("fuzz: go test -list found no fuzz target:\n%s", out)
+	}
+	return targets, nil
+}
+
+// modulePath is this module's import path.
+const modulePath = "github.com/wafguard/wafguard"
 
 // Soak runs the long soak through the host: 10 minutes of the traffic mix at
 // a fixed rate, then 60 seconds of overload against the admission cap; then

@@ -43,7 +43,7 @@ func runResponse(t *testing.T, waf coraza.WAF, contentType string, body []byte, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := preludeIDs(diffCRSOn)
+	quiet := preludeIDs(crsSet(t).on)
 	v := tx.(plugintypes.TransactionState).Variables()
 	run := responseRun{processor: v.ResponseBodyProcessor().Get(), body: v.ResponseBody().Get(), length: v.ResponseContentLength().Get()}
 	if it != nil {
@@ -65,7 +65,7 @@ func runResponse(t *testing.T, waf coraza.WAF, contentType string, body []byte, 
 // many, a page that leaks an SQL error (951xxx) and one that does not.
 func TestRawResponse(t *testing.T) {
 	quietLogs(t)
-	diffRuleSets(t)
+	crs := crsSet(t)
 	sqlError := []byte("<html><body>You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version</body></html>")
 	big := bytes.Repeat([]byte("<p>lorem ipsum dolor sit amet</p>\n"), 10000)
 	for _, c := range []struct {
@@ -82,8 +82,8 @@ func TestRawResponse(t *testing.T) {
 		{"not UTF-8", []byte("\xff\xfe<p>\x80\x81</p>\x00"), 3},
 		{"SQL error", sqlError, 16},
 	} {
-		on := runResponse(t, diffCRSOn, "text/html", c.body, c.chunk)
-		off := runResponse(t, diffCRSOff, "text/html", c.body, c.chunk)
+		on := runResponse(t, crs.on, "text/html", c.body, c.chunk)
+		off := runResponse(t, crs.off, "text/html", c.body, c.chunk)
 		if on.processor != rawResponseProcessor || off.processor != "" {
 			t.Fatalf("%s: processors %q and %q, want %q with the preselection and none without", c.name, on.processor, off.processor, rawResponseProcessor)
 		}
@@ -95,11 +95,11 @@ func TestRawResponse(t *testing.T) {
 			t.Errorf("%s: RESPONSE_BODY has %d bytes, the response %d", c.name, len(on.body), len(c.body))
 		}
 	}
-	if on := runResponse(t, diffCRSOn, "text/html", sqlError, 1<<20); len(on.matched) == 0 || on.status != 403 {
+	if on := runResponse(t, crs.on, "text/html", sqlError, 1<<20); len(on.matched) == 0 || on.status != 403 {
 		t.Errorf("SQL error page: matched %v, status %d; want a 951 rule and 403", on.matched, on.status)
 	}
 	// An image is not processable: neither reads it.
-	if on, off := runResponse(t, diffCRSOn, "image/png", sqlError, 1<<20), runResponse(t, diffCRSOff, "image/png", sqlError, 1<<20); on.body != "" || off.body != "" {
+	if on, off := runResponse(t, crs.on, "image/png", sqlError, 1<<20), runResponse(t, crs.off, "image/png", sqlError, 1<<20); on.body != "" || off.body != "" {
 		t.Errorf("image/png: RESPONSE_BODY %q and %q, want none", on.body, off.body)
 	}
 }

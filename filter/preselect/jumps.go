@@ -484,18 +484,14 @@ func (s *jscan) chained(file string, last int) {
 func (s *jscan) barrier(k int) bool {
 	it := &s.items[k]
 	if !it.known {
-		it.barrier, it.known = !screenable(s.rule(*it)), true
+		s.ruleText(*it, func(d string) {
+			// The parsed rule shares the scan's line buffer: it is
+			// judged here, during the call, and not kept.
+			it.barrier = !screenable(parseRule(d))
+		})
+		it.known = true
 	}
 	return it.barrier
-}
-
-// rule reads the rule it again from its text. The strings of what it
-// returns may share the scan's line buffer: they are valid until the next
-// rule or ruleText.
-func (s *jscan) rule(it jitem) parsedRule {
-	var p parsedRule
-	s.ruleText(it, func(d string) { p = parseRule(d) })
-	return p
 }
 
 // ruleText calls fn with the text of the rule it (without its chain),
