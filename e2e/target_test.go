@@ -16,8 +16,9 @@ import (
 )
 
 // Environment variables that point the tests at a running proxy. Without
-// E2E_BASE_URL the tests start the wazero test host in-process with
-// build/main.wasm and e2e/envoy.yaml's plugin settings.
+// E2E_BASE_URL the tests start real Envoy with E2E_ENVOY=1 (startEnvoy),
+// else the wazero test host in-process with build/main.wasm and
+// e2e/envoy.yaml's plugin settings.
 const (
 	envBaseURL  = "E2E_BASE_URL"  // e.g. http://127.0.0.1:8080
 	envAdminURL = "E2E_ADMIN_URL" // e.g. http://127.0.0.1:8082
@@ -70,6 +71,17 @@ func setUp() (*target, error, bool) {
 		}
 		if err := waitReady(t.base+"/anything", readyTimeout); err != nil {
 			return nil, fmt.Errorf("%s=%s: %w; is the proxy up (docker compose -f e2e/docker-compose.yml up -d --build)?", envBaseURL, base, err), false
+		}
+		return t, nil, false
+	}
+	if os.Getenv(envEnvoy) == "1" {
+		t, err := startEnvoy()
+		if err != nil {
+			return nil, err, false
+		}
+		if err := waitReady(t.base+"/anything", readyTimeout); err != nil {
+			t.stop()
+			return nil, fmt.Errorf("%s: %w", t.name, err), false
 		}
 		return t, nil, false
 	}

@@ -1,0 +1,162 @@
+package envoy
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	wasmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/wasm/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Local says where a shipped bootstrap runs on one machine: the only
+// things Localize changes in it. Empty fields are left as the file has
+// them.
+type Local struct {
+	// Listen is host:port for the listener (the file must have exactly
+	// one), Admin for the admin interface.
+	Listen, Admin string
+	// Upstream is host:port for every endpoint of the cluster named
+	// UpstreamCluster ("upstream" when empty).
+	Upstream, UpstreamCluster string
+	// Module is the path of the .wasm for every wasm HTTP filter's
+	// vm_config (code.local.filename).
+	Module string
+}
+
+// Localize changes the addresses and the module path of a bootstrap as l
+// says, and nothing else: the listener's, the admin's and the upstream
+// cluster's socket addresses, and the local file of every wasm filter.
+// It fails, naming what it looked for, when the bootstrap lacks one of
+// them, so that a changed file is not run with a part silently left as
+// shipped.
+func Localize(b *bootstrapv3.Bootstrap, l Local) error {
+	if l.Admin != "" {
+		if err := setAddress(b.GetAdmin().GetAddress(), l.Admin, "admin.address"); err != nil {
+			return err
+		}
+	}
+	listeners := b.GetStaticResources().GetListeners()
+	if l.Listen != "" {
+		if len(listeners) != 1 {
+			return fmt.Errorf("envoy: Localize: the bootstrap has %d listeners, want 1", len(listeners))
+		}
+		if err := setAddress(listeners[0].GetAddress(), l.Listen, "static_resources.listeners[0].address"); err != nil {
+			return err
+		}
+	}
+	if l.Upstream != "" {
+		name := l.UpstreamCluster
+		if name == "" {
+			name = "upstream"
+		}
+		found := 0
+		for _, c := range b.GetStaticResources().GetClusters() {
+			if c.GetName() != name {
+				continue
+			}
+			for _, eps := range c.GetLoadAssignment().GetEndpoints() {
+				for _, ep := range eps.GetLbEndpoints() {
+					if err := setAddress(ep.GetEndpoint().GetAddress(), l.Upstream, "cluster "+name+" endpoint"); err != nil {
+						return err
+					}
+					found++
+				}
+			}
+		}
+		if found == 0 {
+			return fmt.Errorf("envoy: Localize: no endpoint in a cluster named %q", name)
+		}
+	}
+	if l.Module != "" {
+		n, err := setModule(listeners, l.Module)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("envoy: Localize: no wasm HTTP filter with a local file in the listeners")
+		}
+	}
+	return nil
+}
+
+// setAddress sets a socket address to hostPort.
+func setAddress(a *corev3.Address, hostPort, where string) error {
+	sa := a.GetSocketAddress()
+	if sa == nil {
+		return fmt.Errorf("envoy: Localize: %s is not a socket address", where)
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return fmt.Errorf("envoy: Localize: %s: %q is not host:port: %w", where, hostPort, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("envoy: Localize: %s: port %q: %w", where, port, err)
+	}
+	sa.Address = host
+	sa.PortSpecifier = &corev3.SocketAddress_PortValue{PortValue: uint32(p)}
+	return nil
+}
+
+// setModule points the local file of every wasm HTTP filter of the
+// listeners' HTTP connection managers at path, and returns how many it
+// changed.
+func setModule(listeners []*listenerv3.Listener, path string) (int, error) {
+	n := 0
+	for _, ln := range listeners {
+		for _, fc := range ln.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				tc := f.GetTypedConfig()
+				if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
+					continue
+				}
+				var hcm hcmv3.HttpConnectionManager
+				if err := tc.UnmarshalTo(&hcm); err != nil {
+					return n, fmt.Errorf("envoy: Localize: %s: %w", f.GetName(), err)
+				}
+				changed := false
+				for _, hf := range hcm.GetHttpFilters() {
+					htc := hf.GetTypedConfig()
+					if htc == nil || !htc.MessageIs(&wasmfilterv3.Wasm{}) {
+						continue
+					}
+					var w wasmfilterv3.Wasm
+					if err := htc.UnmarshalTo(&w); err != nil {
+						return n, fmt.Errorf("envoy: Localize: %s: %w", hf.GetName(), err)
+					}
+					local := w.GetConfig().GetVmConfig().GetCode().GetLocal()
+					if local == nil {
+						continue
+					}
+					local.Specifier = &corev3.DataSource_Filename{Filename: path}
+					a, err := anypb.New(&w)
+					if err != nil {
+						return n, err
+					}
+					hf.ConfigType = &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}
+					changed = true
+					n++
+				}
+				if changed {
+					a, err := anypb.New(&hcm)
+					if err != nil {
+						return n, err
+					}
+					f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// JSON is the bootstrap as Envoy reads it from a file named *.json.
+func JSON(b *bootstrapv3.Bootstrap) ([]byte, error) {
+	return protojson.MarshalOptions{Indent: "  "}.Marshal(b)
+}

@@ -1,0 +1,113 @@
+package envoy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLocalize: the shipped bootstrap with its addresses and module
+// moved: those change, the rest (the plugin configuration, the failure
+// policy) does not, and the result still passes the schema checks.
+func TestLocalize(t *testing.T) {
+	for _, file := range []string{"envoy.yaml", "../e2e/envoy.yaml"} {
+		b, _, err := LoadBootstrap(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := JSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// protojson's spacing varies from build to build: compared with
+		// runs of spaces made one.
+		norm := func(b []byte) string { return strings.Join(strings.Fields(string(b)), " ") }
+		l := Local{Listen: "127.0.0.1:18080", Admin: "127.0.0.1:18082", Upstream: "127.0.0.1:18000", Module: "/tmp/x/main.wasm"}
+		if err := Localize(b, l); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		js, err := JSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := norm(js)
+		for _, want := range []string{`"portValue": 18080`, `"portValue": 18082`, `"portValue": 18000`, `"filename": "/tmp/x/main.wasm"`, `"failurePolicy": "FAIL_RELOAD"`, `owasp_crs`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: localized bootstrap lacks %s", file, want)
+			}
+		}
+		for _, gone := range []string{`/etc/envoy/main.wasm`, `"portValue": 8080`, `"portValue": 8082`} {
+			if !strings.Contains(norm(before), gone) {
+				t.Errorf("%s: the shipped file has no %s: the test's premise changed", file, gone)
+			}
+			if strings.Contains(out, gone) {
+				t.Errorf("%s: localized bootstrap still has %s", file, gone)
+			}
+		}
+		// The result is a bootstrap Envoy accepts, by the same checks.
+		path := filepath.Join(t.TempDir(), "b.json")
+		if err := os.WriteFile(path, js, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LoadBootstrap(path); err != nil {
+			t.Fatalf("%s localized: %v", file, err)
+		}
+	}
+}
+
+// TestLocalize_missing: a bootstrap without the part to change is an
+// error that names it, not a file run with the shipped value.
+func TestLocalize_missing(t *testing.T) {
+	b, _, err := LoadBootstrap("envoy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Localize(b, Local{Upstream: "127.0.0.1:1", UpstreamCluster: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("no such cluster: got %v", err)
+	}
+	if err := Localize(b, Local{Listen: "127.0.0.1"}); err == nil || !strings.Contains(err.Error(), "host:port") {
+		t.Errorf("listen without a port: got %v", err)
+	}
+	if err := Localize(b, Local{Admin: "127.0.0.1:99999"}); err == nil || !strings.Contains(err.Error(), "99999") {
+		t.Errorf("admin port out of range: got %v", err)
+	}
+	b.StaticResources.Listeners = nil
+	if err := Localize(b, Local{Module: "/x.wasm"}); err == nil || !strings.Contains(err.Error(), "no wasm HTTP filter") {
+		t.Errorf("no listener: got %v", err)
+	}
+}
+
+// TestCheckBinary: the release is read from --version; one older than
+// 1.39 is refused with the floor and the reason; an unreadable answer is
+// an error.
+func TestCheckBinary(t *testing.T) {
+	dir := t.TempDir()
+	fake := func(name, out string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+out+"'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		out, want, err string
+	}{
+		{"envoy  version: 9e5580933739775e8bce696a57a2e1bc99368f23/1.40.0/Clean/RELEASE/BoringSSL", "1.40.0", ""},
+		{"envoy  version: 0123abcd/1.39.2/Clean/RELEASE/BoringSSL", "1.39.2", ""},
+		{"envoy  version: 0123abcd/1.41.0-dev/Modified/DEBUG/BoringSSL", "1.41.0", ""},
+		{"envoy  version: 0123abcd/1.38.4/Clean/RELEASE/BoringSSL", "1.38.4", "needs 1.39.0 or newer"},
+		{"not envoy", "", "no release number"},
+	} {
+		v, err := CheckBinary(fake("envoy", c.out))
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: error %v, want %q", c.out, err, c.err)
+		}
+		if c.want != "" && v.String() != c.want {
+			t.Errorf("%q: version %s, want %s", c.out, v, c.want)
+		}
+	}
+	if _, err := CheckBinary(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing binary: no error")
+	}
+}
