@@ -1127,28 +1127,31 @@ func fuzzOne(t *testing.T, s *soundSet, c *soundCase, seed string, shape byte, p
 // from a sample of it and the seed (shape): every layer lets through what
 // Coraza's @rx matches, and the operator agrees with it.
 func FuzzSoundnessRx(f *testing.F) {
-	for i, seed := range fuzzSeeds {
-		for _, shape := range []byte{0x00, 0x09, 0x12, 0x1b, 0x24, 0x35, 0x66, 0x7f, 0x83, 0xa9, 0xc4, 0xe2} {
-			f.Add(uint16(i*37+int(shape)), seed, shape)
-		}
-	}
-	s := theSoundSet(f)
-	f.Fuzz(func(t *testing.T, pick uint16, seed string, shape byte) {
-		fuzzOne(t, s, s.rx[int(pick)%len(s.rx)], seed, shape, pick)
-	})
+	fuzzPicked(f, 37, func(s *soundSet) []*soundCase { return s.rx })
 }
 
 // FuzzSoundnessPM is FuzzSoundnessRx for the CRS's @pm and @pmFromFile
 // lists and hand-written ones.
 func FuzzSoundnessPM(f *testing.F) {
+	fuzzPicked(f, 7, func(s *soundSet) []*soundCase { return s.pm })
+}
+
+// seedShapes are the shapes the fuzz targets' seeds are built in.
+var seedShapes = []byte{0x00, 0x09, 0x12, 0x1b, 0x24, 0x35, 0x66, 0x7f, 0x83, 0xa9, 0xc4, 0xe2}
+
+// fuzzPicked fuzzes the cases of the sound set that cases picks: pick
+// chooses one, seed and shape build its value. stride spreads the seeds'
+// picks over the cases.
+func fuzzPicked(f *testing.F, stride int, cases func(*soundSet) []*soundCase) {
 	for i, seed := range fuzzSeeds {
-		for _, shape := range []byte{0x00, 0x09, 0x12, 0x1b, 0x24, 0x35, 0x66, 0x7f, 0x83, 0xa9, 0xc4, 0xe2} {
-			f.Add(uint16(i*7+int(shape)), seed, shape)
+		for _, shape := range seedShapes {
+			f.Add(uint16(i*stride+int(shape)), seed, shape)
 		}
 	}
 	s := theSoundSet(f)
+	cs := cases(s)
 	f.Fuzz(func(t *testing.T, pick uint16, seed string, shape byte) {
-		fuzzOne(t, s, s.pm[int(pick)%len(s.pm)], seed, shape, pick)
+		fuzzOne(t, s, cs[int(pick)%len(cs)], seed, shape, pick)
 	})
 }
 
@@ -1157,7 +1160,7 @@ func FuzzSoundnessPM(f *testing.F) {
 // attack strings of the CRS's tests: each says what libinjection says.
 func FuzzSoundnessInject(f *testing.F) {
 	for _, seed := range fuzzSeeds {
-		for _, shape := range []byte{0x00, 0x09, 0x12, 0x1b, 0x24, 0x35, 0x66, 0x7f, 0x83, 0xa9, 0xc4, 0xe2} {
+		for _, shape := range seedShapes {
 			f.Add(seed, shape)
 		}
 	}
