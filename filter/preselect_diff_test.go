@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -599,7 +600,8 @@ func crsSet(t testing.TB) diffSet { return diffRuleSets(t)[3] }
 
 // levelSets is the CRS at paranoia levels 1 to 4 in detection-only mode.
 func levelSets(t testing.TB) []diffSet {
-	sets := diffRuleSets(t)[:3]
+	// A copy: appending to the shared slice would overwrite its crs set.
+	sets := slices.Clone(diffRuleSets(t)[:3])
 	s := diffSet{name: "pl1"}
 	s.on, s.off = diffWAFs(t, crsLevelDirectives(1)...)
 	return append(sets, s)
