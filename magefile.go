@@ -330,10 +330,19 @@ func Envoy() error {
 	return nil
 }
 
-// Check runs everything CI runs: lint, the tests, the CRS regression suite
-// and every fuzz target for ciFuzzTime.
+// E2eEnvoy runs the e2e suite (e2e/) through a real Envoy: the pinned
+// release (Envoy, or ENVOY_BIN) with e2e/envoy.yaml, in front of the
+// built-in upstream, started and stopped by the tests.
+func E2eEnvoy() error {
+	mg.SerialDeps(Build, Envoy)
+	return run([]string{"E2E_ENVOY=1", "WASM_REQUIRED=1"}, "go", "test", "-count=1", "-v", "-run", "^Test", "./e2e/")
+}
+
+// Check runs everything CI runs: lint, the tests, the e2e suite through
+// real Envoy, the CRS regression suite and every fuzz target for
+// ciFuzzTime.
 func Check() {
-	mg.SerialDeps(Lint, Test, Ftw, fuzzCI)
+	mg.SerialDeps(Lint, Test, E2eEnvoy, Ftw, fuzzCI)
 }
 
 // fuzzCI is Fuzz for ciFuzzTime a target.
