@@ -197,3 +197,39 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepMade: a string outside the walk's buffer, or below its kept
+// part, is kept as it is; one that reaches above the kept part (a
+// parent's result passed on, a t:trim slice of it) is kept by raising the
+// kept part to the buffer's end while the buffer is at most maxMadeBytes
+// long, and not kept one byte past it, the kept part left where it was.
+func TestKeepMade(t *testing.T) {
+	for _, c := range []struct {
+		buffer int // bytes in the buffer when the slice is kept
+		kept   bool
+	}{{maxMadeBytes, true}, {maxMadeBytes + 1, false}} {
+		var st txState
+		st.tbuf = append(st.tbuf, strings.Repeat("x", c.buffer)...)
+		st.tfloor = 10
+		outside := strings.Repeat("y", 100)
+		if !st.keepMade(outside) || st.tfloor != 10 {
+			t.Fatalf("%d bytes: a string outside the buffer not kept as it is (floor %d)", c.buffer, st.tfloor)
+		}
+		below := unsafe.String(&st.tbuf[2], 8)
+		if !st.keepMade(below) || st.tfloor != 10 {
+			t.Fatalf("%d bytes: a string below the kept part not kept as it is (floor %d)", c.buffer, st.tfloor)
+		}
+		// A slice of a result above the kept part, as t:trim returns.
+		above := unsafe.String(&st.tbuf[11], c.buffer-12)
+		if kept := st.keepMade(above); kept != c.kept {
+			t.Fatalf("%d bytes: a slice above the kept part kept %v, want %v", c.buffer, kept, c.kept)
+		}
+		if want := map[bool]int{true: c.buffer, false: 10}[c.kept]; st.tfloor != want {
+			t.Errorf("%d bytes: kept part ends at %d, want %d", c.buffer, st.tfloor, want)
+		}
+		st.truncate(0)
+		if c.kept && above != strings.Repeat("x", c.buffer-12) {
+			t.Errorf("%d bytes: the kept slice changed after the path's truncation", c.buffer)
+		}
+	}
+}
