@@ -11,6 +11,7 @@ import (
 	wasmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/wasm/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -112,48 +113,53 @@ func setModule(listeners []*listenerv3.Listener, path string) (int, error) {
 	for _, ln := range listeners {
 		for _, fc := range ln.GetFilterChains() {
 			for _, f := range fc.GetFilters() {
-				tc := f.GetTypedConfig()
-				if tc == nil || !tc.MessageIs(&hcmv3.HttpConnectionManager{}) {
-					continue
-				}
 				var hcm hcmv3.HttpConnectionManager
-				if err := tc.UnmarshalTo(&hcm); err != nil {
-					return n, fmt.Errorf("envoy: Localize: %s: %w", f.GetName(), err)
-				}
-				changed := false
-				for _, hf := range hcm.GetHttpFilters() {
-					htc := hf.GetTypedConfig()
-					if htc == nil || !htc.MessageIs(&wasmfilterv3.Wasm{}) {
-						continue
+				_, err := editAny(f.GetTypedConfig(), &hcm, f.GetName(), func() (bool, error) {
+					changed := false
+					for _, hf := range hcm.GetHttpFilters() {
+						var w wasmfilterv3.Wasm
+						ok, err := editAny(hf.GetTypedConfig(), &w, hf.GetName(), func() (bool, error) {
+							local := w.GetConfig().GetVmConfig().GetCode().GetLocal()
+							if local == nil {
+								return false, nil
+							}
+							local.Specifier = &corev3.DataSource_Filename{Filename: path}
+							return true, nil
+						})
+						if err != nil {
+							return false, err
+						}
+						if ok {
+							changed = true
+							n++
+						}
 					}
-					var w wasmfilterv3.Wasm
-					if err := htc.UnmarshalTo(&w); err != nil {
-						return n, fmt.Errorf("envoy: Localize: %s: %w", hf.GetName(), err)
-					}
-					local := w.GetConfig().GetVmConfig().GetCode().GetLocal()
-					if local == nil {
-						continue
-					}
-					local.Specifier = &corev3.DataSource_Filename{Filename: path}
-					a, err := anypb.New(&w)
-					if err != nil {
-						return n, err
-					}
-					hf.ConfigType = &hcmv3.HttpFilter_TypedConfig{TypedConfig: a}
-					changed = true
-					n++
-				}
-				if changed {
-					a, err := anypb.New(&hcm)
-					if err != nil {
-						return n, err
-					}
-					f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: a}
+					return changed, nil
+				})
+				if err != nil {
+					return n, err
 				}
 			}
 		}
 	}
 	return n, nil
+}
+
+// editAny unpacks a into m when a holds m's type, lets edit change m, and
+// packs m back into a in place when edit reports a change. It reports
+// whether a changed; an a of another type is left alone.
+func editAny(a *anypb.Any, m proto.Message, name string, edit func() (bool, error)) (bool, error) {
+	if a == nil || !a.MessageIs(m) {
+		return false, nil
+	}
+	if err := a.UnmarshalTo(m); err != nil {
+		return false, fmt.Errorf("envoy: Localize: %s: %w", name, err)
+	}
+	changed, err := edit()
+	if err != nil || !changed {
+		return false, err
+	}
+	return true, a.MarshalFrom(m)
 }
 
 // JSON is the bootstrap as Envoy reads it from a file named *.json.
