@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -10,9 +11,11 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	wasmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/wasm/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // Local says where a shipped bootstrap runs on one machine: the only
@@ -106,9 +109,49 @@ func setAddress(a *corev3.Address, hostPort, where string) error {
 }
 
 // setModule points the local file of every wasm HTTP filter of the
-// listeners' HTTP connection managers at path, and returns how many it
-// changed.
+// listeners at path, and returns how many it changed.
 func setModule(listeners []*listenerv3.Listener, path string) (int, error) {
+	return editPlugins(listeners, func(pc *wasmv3.PluginConfig) (bool, error) {
+		local := pc.GetVmConfig().GetCode().GetLocal()
+		if local == nil {
+			return false, nil
+		}
+		local.Specifier = &corev3.DataSource_Filename{Filename: path}
+		return true, nil
+	})
+}
+
+// EditPlugins calls edit with the PluginConfig of every wasm HTTP filter in
+// the bootstrap's listeners (their HTTP connection managers), in order,
+// and keeps its changes. It returns how many it found. Tests use it to run
+// a shipped bootstrap with another plugin configuration or flag
+// (SetConfiguration, allow_on_headers_stop_iteration).
+func EditPlugins(b *bootstrapv3.Bootstrap, edit func(pc *wasmv3.PluginConfig) error) (int, error) {
+	return editPlugins(b.GetStaticResources().GetListeners(), func(pc *wasmv3.PluginConfig) (bool, error) {
+		return true, edit(pc)
+	})
+}
+
+// SetConfiguration sets a PluginConfig's plugin configuration to the JSON
+// text js, as a google.protobuf.StringValue (the form the plugin reads).
+// The text must be a JSON object.
+func SetConfiguration(pc *wasmv3.PluginConfig, js string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		return fmt.Errorf("envoy: SetConfiguration: the plugin configuration is not a JSON object: %w", err)
+	}
+	a, err := anypb.New(wrapperspb.String(js))
+	if err != nil {
+		return err
+	}
+	pc.Configuration = a
+	return nil
+}
+
+// editPlugins calls edit with the PluginConfig of every wasm HTTP filter
+// of the listeners' HTTP connection managers, packs back those it
+// changed, and returns how many it changed.
+func editPlugins(listeners []*listenerv3.Listener, edit func(pc *wasmv3.PluginConfig) (bool, error)) (int, error) {
 	n := 0
 	for _, ln := range listeners {
 		for _, fc := range ln.GetFilterChains() {
@@ -119,12 +162,10 @@ func setModule(listeners []*listenerv3.Listener, path string) (int, error) {
 					for _, hf := range hcm.GetHttpFilters() {
 						var w wasmfilterv3.Wasm
 						ok, err := editAny(hf.GetTypedConfig(), &w, hf.GetName(), func() (bool, error) {
-							local := w.GetConfig().GetVmConfig().GetCode().GetLocal()
-							if local == nil {
+							if w.GetConfig() == nil {
 								return false, nil
 							}
-							local.Specifier = &corev3.DataSource_Filename{Filename: path}
-							return true, nil
+							return edit(w.GetConfig())
 						})
 						if err != nil {
 							return false, err
@@ -153,7 +194,7 @@ func editAny(a *anypb.Any, m proto.Message, name string, edit func() (bool, erro
 		return false, nil
 	}
 	if err := a.UnmarshalTo(m); err != nil {
-		return false, fmt.Errorf("envoy: Localize: %s: %w", name, err)
+		return false, fmt.Errorf("envoy: %s: %w", name, err)
 	}
 	changed, err := edit()
 	if err != nil || !changed {

@@ -1,6 +1,8 @@
 package envoy
 
 import (
+	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +111,53 @@ func TestCheckBinary(t *testing.T) {
 	}
 	if _, err := CheckBinary(filepath.Join(dir, "missing")); err == nil {
 		t.Error("a missing binary: no error")
+	}
+}
+
+// TestEditPlugins: a plugin configuration and flag set on every wasm
+// filter of the shipped bootstrap reach the packed filter (read back from
+// the JSON Envoy gets); a configuration that is not a JSON object is
+// refused, naming why, and leaves the filter as it was.
+func TestEditPlugins(t *testing.T) {
+	b, _, err := LoadBootstrap("envoy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cfg = `{"directives_map":{"x":["SecRuleEngine On"]},"default_directives":"x"}`
+	n, err := EditPlugins(b, func(pc *wasmv3.PluginConfig) error {
+		pc.AllowOnHeadersStopIteration = wrapperspb.Bool(false)
+		return SetConfiguration(pc, cfg)
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("EditPlugins: %d filters, %v; want 1, nil", n, err)
+	}
+	js, err := JSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "b.json")
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, doc, err := LoadBootstrap(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := WasmPlugins(doc, back)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("WasmPlugins: %d, %v", len(ps), err)
+	}
+	if ps[0].Configuration != cfg {
+		t.Errorf("configuration %q, want %q", ps[0].Configuration, cfg)
+	}
+	if v := ps[0].Config.GetAllowOnHeadersStopIteration(); v == nil || v.GetValue() {
+		t.Errorf("allow_on_headers_stop_iteration %v, want false", v)
+	}
+	_, err = EditPlugins(back, func(pc *wasmv3.PluginConfig) error { return SetConfiguration(pc, `["not", "an object"]`) })
+	if err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("a JSON array: got %v", err)
+	}
+	if ps, _ := WasmPlugins(doc, back); ps[0].Configuration != cfg {
+		t.Errorf("after a refused edit the configuration is %q, want it unchanged", ps[0].Configuration)
 	}
 }

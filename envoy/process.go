@@ -41,6 +41,9 @@ type Options struct {
 	BaseID int
 	// Log, when set, also gets Envoy's log.
 	Log io.Writer
+	// ComponentLogLevels is --component-log-level; empty means
+	// "wasm:info,main:info" (the plugin's lines and the start).
+	ComponentLogLevels string
 	// Args are more arguments for Envoy.
 	Args []string
 }
@@ -51,8 +54,11 @@ func Start(o Options) (*Process, error) {
 	if o.Concurrency < 1 {
 		o.Concurrency = 1
 	}
+	if o.ComponentLogLevels == "" {
+		o.ComponentLogLevels = "wasm:info,main:info"
+	}
 	args := append([]string{"-c", o.Config, "--concurrency", strconv.Itoa(o.Concurrency), "--base-id", strconv.Itoa(o.BaseID),
-		"-l", "warning", "--component-log-level", "wasm:info,main:info", "--disable-hot-restart"}, o.Args...)
+		"-l", "warning", "--component-log-level", o.ComponentLogLevels, "--disable-hot-restart"}, o.Args...)
 	cmd := exec.Command(o.Binary, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &Process{cmd: cmd, admin: "http://" + o.Admin, log: &tail{max: 2000}, done: make(chan struct{})}
