@@ -92,6 +92,11 @@ type Options struct {
 	// OverridesFile is the go-ftw configuration with the ignored and
 	// overridden tests, normally ftw/ftw.yml. Empty means none.
 	OverridesFile string
+	// MoreIgnores are more go-ftw configuration files whose
+	// testoverride.ignore entries are added to OverridesFile's (the
+	// exceptions of one proxy, such as ftw/ftw-envoy.yml). Nothing else
+	// is read from them.
+	MoreIgnores []string
 	// Include, when set, runs only the tests whose ID (<rule>-<test>, e.g.
 	// 920100-4) it matches.
 	Include *regexp.Regexp
@@ -166,6 +171,9 @@ func Run(t Target, o Options) (*Result, error) {
 	zerolog.SetGlobalLevel(level)
 	cfg, err := newConfig(t, o.OverridesFile)
 	if err != nil {
+		return nil, err
+	}
+	if err := addIgnores(cfg, o.MoreIgnores); err != nil {
 		return nil, err
 	}
 	if o.RunIgnored {
@@ -252,6 +260,33 @@ func newConfig(t Target, overridesFile string) (*config.FTWConfiguration, error)
 	cfg.TestOverride.Overrides.DestAddr = &t.Host
 	cfg.TestOverride.Overrides.Port = &t.Port
 	return cfg, nil
+}
+
+// addIgnores adds the testoverride.ignore entries of files to cfg's,
+// each with its reason.
+func addIgnores(cfg *config.FTWConfiguration, files []string) error {
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("ignores file: %w", err)
+		}
+		more, err := config.NewConfigFromFile(f)
+		if err != nil {
+			return fmt.Errorf("ignores file %s: %w", f, err)
+		}
+		if err := checkReasons(more); err != nil {
+			return fmt.Errorf("ignores file %s: %w", f, err)
+		}
+		if len(more.TestOverride.ForcePass)+len(more.TestOverride.ForceFail) > 0 {
+			return fmt.Errorf("ignores file %s: only testoverride.ignore is read from it; move forcepass and forcefail to the overrides file", f)
+		}
+		if cfg.TestOverride.Ignore == nil {
+			cfg.TestOverride.Ignore = map[*config.FTWRegexp]string{}
+		}
+		for re, reason := range more.TestOverride.Ignore {
+			cfg.TestOverride.Ignore[re] = reason
+		}
+	}
+	return nil
 }
 
 // checkReasons requires a reason for every ignored, forced or overridden

@@ -3,12 +3,14 @@
 //
 // By default it serves build/main.wasm with ftw/ftw-config.json on the
 // wasmhost package (in this process, as cmd/wafhost does) and runs every test
-// against it. With -target and
-// -log-file it runs against a proxy that is already running instead, such as
-// the Envoy of e2e/.
+// against it. With -envoy it starts real Envoy with envoy/envoy.yaml and
+// that plugin configuration instead (the tests Envoy itself answers or
+// rewrites are in ftw/ftw-envoy.yml). With -target and -log-file it runs
+// against a proxy that is already running.
 //
 //	go run ./ftw/cmd/ftwrun                          # whole suite, build/main.wasm
 //	go run ./ftw/cmd/ftwrun -include '^9201[0-9]0-'  # a subset (or FTW_INCLUDE=...)
+//	go run ./ftw/cmd/ftwrun -envoy -vms 2                # through real Envoy (envoy/envoy.yaml)
 //	go run ./ftw/cmd/ftwrun -target http://127.0.0.1:8080 -log-file envoy.log
 //
 // It writes build/ftw/summary.json and exits 1 when a test failed that
@@ -53,6 +55,8 @@ type options struct {
 	shard                            string
 	debug, runIgnored                bool
 	holdHeaders                      bool
+	envoy                            bool
+	bootstrap, envoyIgnores          string
 }
 
 func main() {
@@ -70,6 +74,9 @@ func main() {
 	flag.StringVar(&o.cacheDir, "cache-dir", "", "wazero compilation cache (default: the wasmhost default); \"off\" turns it off")
 	flag.StringVar(&o.shard, "shard", "", "run part i/n of the tests (set by -workers for its child processes)")
 	flag.BoolVar(&o.holdHeaders, "hold-headers", false, "run with hold_headers_until_inspected on (added to -config), in a host with allow_on_headers_stop_iteration, as that mode needs")
+	flag.BoolVar(&o.envoy, "envoy", false, "serve the plugin in real Envoy (ENVOY_BIN, or the one go run mage.go envoy installs) with -bootstrap instead of the wazero host")
+	flag.StringVar(&o.bootstrap, "bootstrap", "envoy/envoy.yaml", "with -envoy: the bootstrap to run; only its addresses, module and plugin configuration (-config) are changed")
+	flag.StringVar(&o.envoyIgnores, "envoy-ignores", "ftw/ftw-envoy.yml", "with -envoy: the tests Envoy itself answers or rewrites, ignored besides -overrides")
 	flag.BoolVar(&o.debug, "debug", false, "go-ftw debug log on stderr")
 	flag.BoolVar(&o.runIgnored, "run-ignored", false, "run only the tests ftw.yml ignores, and list those that pass (stale entries)")
 	flag.Parse()
@@ -95,7 +102,7 @@ func main() {
 			fmt.Printf("ftw: failed %s (%s): want %s; logged rules %v\n", f.ID, f.File, strings.Join(f.Want, " / "), f.Triggered)
 		}
 		fmt.Printf("ftw: %d ignored by %s, %d with a corrected expectation, %d not selected; %.0fs; summary in %s\n",
-			res.Ignored, o.overrides, res.Overridden, res.Excluded, res.RuntimeSeconds, o.summary)
+			res.Ignored, ignoredBy(o), res.Overridden, res.Excluded, res.RuntimeSeconds, o.summary)
 		if o.runIgnored {
 			fmt.Printf("ftw: %d ignored tests pass and can leave %s: %v\n", len(res.StaleIgnores), o.overrides, res.StaleIgnores)
 		}
@@ -104,6 +111,14 @@ func main() {
 	if res.Failed > 0 && !o.runIgnored {
 		os.Exit(1)
 	}
+}
+
+// ignoredBy names the files whose ignores the run read.
+func ignoredBy(o options) string {
+	if o.envoy && o.envoyIgnores != "" {
+		return o.overrides + " and " + o.envoyIgnores
+	}
+	return o.overrides
 }
 
 // withHoldHeaders adds "hold_headers_until_inspected": true to a plugin
@@ -158,6 +173,12 @@ func run(ctx context.Context, o options) (*ftw.Result, error) {
 			return nil, fmt.Errorf("-config %s: %w", o.config, err)
 		}
 	}
+	if o.envoy {
+		if o.envoyIgnores != "" {
+			ro.MoreIgnores = []string{o.envoyIgnores}
+		}
+		return runEnvoy(ctx, o, config, ro)
+	}
 	name := "0"
 	if o.shard != "" {
 		i, n, err := parseShard(o.shard)
@@ -204,6 +225,40 @@ func run(ctx context.Context, o options) (*ftw.Result, error) {
 			return nil, fmt.Errorf("%w; %s", err, msg)
 		}
 		return nil, errors.New(msg)
+	}
+	return res, err
+}
+
+// runEnvoy runs the suite through real Envoy: one process, its workers
+// sharing the log file go-ftw reads (one test at a time).
+func runEnvoy(ctx context.Context, o options, config []byte, ro ftw.Options) (*ftw.Result, error) {
+	if o.shard != "" || len(o.vmEnv) > 0 {
+		return nil, errors.New("-envoy: -shard and -vm-env are for the wazero host")
+	}
+	dir := filepath.Dir(o.summary)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "ftw: starting Envoy with %s and %d workers (V8 compiles the module first: up to a minute)\n", o.bootstrap, max(o.vms, 1))
+	e, err := ftw.StartEnvoy(ctx, ftw.EnvoyOptions{
+		Wasm: o.wasm, Config: config, Bootstrap: o.bootstrap,
+		LogFile: filepath.Join(dir, "envoy.log"), Workers: o.vms,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	fmt.Fprintf(os.Stderr, "ftw: Envoy %s (pid %d) serving after %s, log in %s\n", e.Envoy.Version, e.Envoy.PID(), e.Envoy.Serving.Round(time.Millisecond), e.Target.LogFile)
+	res, err := ftw.Run(e.Target, ro)
+	if n, last := e.Critical(); n > 0 {
+		msg := fmt.Sprintf("Envoy logged %d critical lines, the last: %s", n, last)
+		if err != nil {
+			return nil, fmt.Errorf("%w; %s", err, msg)
+		}
+		return nil, errors.New(msg)
+	}
+	if exited, xerr := e.Envoy.Exited(); exited {
+		return nil, fmt.Errorf("Envoy exited during the run (%v)", xerr)
 	}
 	return res, err
 }
