@@ -278,8 +278,8 @@ func compareOne(t testing.TB, on, off coraza.WAF, r *diffRequest, st *diffStats)
 			continue
 		}
 		var lines *logLines
-		if a == "logs" {
-			lines = newLogLines(w, g)
+		if a == "logs" || a == "tx" || a == "matchedData" {
+			lines = newLogLines(a, w, g)
 			lines.see(w2)
 		}
 		reproduced := lines != nil && lines.done()
@@ -305,17 +305,25 @@ func compareOne(t testing.TB, on, off coraza.WAF, r *diffRequest, st *diffStats)
 	}
 }
 
-// logLines finds, line by line, the log lines of the run with the
-// preselection among runs without it: each line's order-dependent parts
-// (which of several equal values a rule reported first) vary
-// independently, so all of them seldom coincide in one run.
+// logLines finds, line by line, the log lines, TX variables or matched
+// data (one rule a line) of the run with the preselection among runs
+// without it: each line's order-dependent parts (which of several
+// matching values a rule reported, or set a variable from, last) vary
+// independently, so all of them seldom coincide in one run. Three values
+// of one request made two TX variables differ at once, each reproduced in
+// one run of three, both together in one of nine.
 type logLines struct {
-	want    []string // normalLogs of the run with it, per line
+	norm    func(string) string
+	want    []string // norm of the run with it, per line
 	pending map[int]bool
 }
 
-func newLogLines(without, with string) *logLines {
-	l := &logLines{want: strings.Split(normalLogs(with), "\n"), pending: map[int]bool{}}
+func newLogLines(aspect, without, with string) *logLines {
+	norm := func(s string) string { return s }
+	if aspect == "logs" {
+		norm = normalLogs
+	}
+	l := &logLines{norm: norm, want: strings.Split(norm(with), "\n"), pending: map[int]bool{}}
 	for i := range l.want {
 		l.pending[i] = true
 	}
@@ -326,7 +334,7 @@ func newLogLines(without, with string) *logLines {
 // see marks the lines a run without the preselection reproduced, and
 // reports whether every line has been.
 func (l *logLines) see(without string) bool {
-	got := strings.Split(normalLogs(without), "\n")
+	got := strings.Split(l.norm(without), "\n")
 	if len(got) != len(l.want) {
 		return l.done()
 	}
