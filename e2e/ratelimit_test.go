@@ -380,7 +380,7 @@ func lastLineOf(out []byte) string {
 // startRlRedis starts redis-server on a free loopback port, without
 // persistence, and returns its host:port once it answers PING.
 func startRlRedis(t *testing.T, bin, dir string) string {
-	addr := rlFreePort()
+	addr := envoy.FreePort()
 	_, port, _ := net.SplitHostPort(addr)
 	data := filepath.Join(dir, "redis")
 	if err := os.MkdirAll(data, 0o755); err != nil {
@@ -445,7 +445,7 @@ func startRatelimit(t *testing.T, bin, dir, redisAddr, config string) *rlService
 	if err := os.WriteFile(filepath.Join(conf, ratelimitDomain+".yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, httpAddr, debugAddr := rlFreePort(), rlFreePort(), rlFreePort()
+	grpcAddr, httpAddr, debugAddr := envoy.FreePort(), envoy.FreePort(), envoy.FreePort()
 	port := func(a string) string { _, p, _ := net.SplitHostPort(a); return p }
 	cmd := exec.Command(bin)
 	// Only what the service reads (src/settings/settings.go at the pinned
@@ -550,7 +550,7 @@ func startRatelimitEnvoy(t *testing.T, i int, bin, dir, wasm, upstream, rls stri
 	if err != nil {
 		return nil, err
 	}
-	listen, admin := rlFreePort(), rlFreePort()
+	listen, admin := envoy.FreePort(), envoy.FreePort()
 	if err := envoy.Localize(b, envoy.Local{Listen: listen, Admin: admin, Upstream: upstream, Module: wasm}); err != nil {
 		return nil, err
 	}
@@ -1009,12 +1009,3 @@ func (l *rlTail) last(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// rlFreePort returns a loopback host:port that was free a moment ago.
-func rlFreePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
