@@ -332,10 +332,13 @@ func Envoy() error {
 
 // E2eEnvoy runs the e2e suite (e2e/) through a real Envoy: the pinned
 // release (Envoy, or ENVOY_BIN) with e2e/envoy.yaml, in front of the
-// built-in upstream, started and stopped by the tests.
+// built-in upstream, started and stopped by the tests; the cases only
+// Envoy answers, each with its own Envoy from envoy/envoy.yaml; and the
+// fleet-wide limit of envoy/envoy-ratelimit.yaml in two Envoys with the
+// rate limit service and Redis (installed by the test when absent).
 func E2eEnvoy() error {
 	mg.SerialDeps(Build, Envoy)
-	return run([]string{"E2E_ENVOY=1", "WASM_REQUIRED=1"}, "go", "test", "-count=1", "-v", "-timeout", "30m", "-run", "^Test", "./e2e/")
+	return run([]string{"E2E_ENVOY=1", "E2E_RATELIMIT=1", "WASM_REQUIRED=1"}, "go", "test", "-count=1", "-v", "-timeout", "30m", "-run", "^Test", "./e2e/")
 }
 
 // Check runs everything CI runs: lint, the tests, the e2e suite and the
