@@ -1008,4 +1008,3 @@ func (l *rlTail) last(n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
