@@ -207,6 +207,16 @@ func TestPlugin_holdHeadersWithoutFlag(t *testing.T) {
 		if got.status != 500 || !got.localReply || got.upstreamHeaders {
 			t.Errorf("held POST: status %d, local reply %v, upstream saw headers %v; want 500, true, false", got.status, got.localReply, got.upstreamHeaders)
 		}
+		// A tunnel's headers are never held: its bytes follow only once
+		// the upstream has answered the headers, and end with it.
+		for _, ex := range []exchange{
+			{method: "CONNECT", headers: [][2]string{{"content-type", "application/octet-stream"}}, body: [][]byte{[]byte("tunnel bytes")}},
+			{method: "GET", headers: [][2]string{{"upgrade", "websocket"}, {"connection", "upgrade"}}, body: [][]byte{[]byte("frame bytes")}},
+		} {
+			if got := p.do(t, ex); got.status != 200 || !got.upstream {
+				t.Errorf("%s with a body (a tunnel): status %d, upstream %v; want 200, true (not held)", ex.method, got.status, got.upstream)
+			}
+		}
 		logs := p.logs()
 		if !hasLog(logs, "error: ", "allow_on_headers_stop_iteration") {
 			t.Errorf("no error log line naming allow_on_headers_stop_iteration; logs:\n%s", strings.Join(logs, "\n"))

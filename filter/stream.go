@@ -94,8 +94,11 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 		return s.failClosed()
 	}
 	var method, path, authority, requestID, traceparent, contentType, contentLength string
+	upgrade := false
 	for _, h := range headers {
 		switch h[0] {
+		case "upgrade":
+			upgrade = true
 		case ":method":
 			method = h[1]
 		case ":path":
@@ -172,6 +175,12 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 		// Nothing to buffer: run phase 2 now, so that blocking needs no
 		// body callback and the upstream gets nothing on a block.
 		return s.finishRequestBody()
+	}
+	if method == "CONNECT" || upgrade {
+		// A tunnel (CONNECT, or an Upgrade such as WebSocket): what
+		// follows is the tunnel's bytes, which end only with it, and the
+		// upstream must answer the headers first. Never held.
+		return types.ActionContinue
 	}
 	// The body follows: the headers go on now, or with the body once
 	// phase 2 passed it in hold mode (hold.go).
