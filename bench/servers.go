@@ -67,6 +67,9 @@ const (
 	IDWasmCRS128  = "wasm-crs-128"
 	IDWasmCRSV8   = "wasm-crs-v8"
 	IDWasmPassV8  = "wasm-pass-v8"
+	IDEnvoyCRS    = "envoy-crs"
+	IDEnvoyPass   = "envoy-pass"
+	IDEnvoy       = "envoy"
 )
 
 // Workers128 are the connections of the IDWasmCRS128 run.
@@ -78,6 +81,9 @@ func Servers(capInflight, capVMs int) []*Server {
 	return []*Server{
 		{ID: IDWasmCRS, Name: "Go host (wazero) + main.wasm, CRS blocking, admission off, 1 VM", Path: "host -> upstream", WAF: true, start: startWafhost},
 		{ID: IDWasmPass, Name: "Go host (wazero) + pass-through plugin, 1 VM", Path: "host -> upstream", start: startWafhost},
+		{ID: IDEnvoyCRS, Name: "Envoy 1.40.0 (official, V8) 1 worker + main.wasm, envoy/envoy.yaml as shipped (CRS blocking, admission cap 256, memory guard)", Path: "Envoy -> upstream", WAF: true, start: startEnvoy},
+		{ID: IDEnvoyPass, Name: "as envoy-crs with the pass-through plugin: the cost of a wasm filter in Envoy", Path: "Envoy -> upstream", start: startEnvoy},
+		{ID: IDEnvoy, Name: "as envoy-crs without the wasm filter: Envoy's own cost", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDCoraza, Name: "native Coraza v3.8.1 (coraza/v3/http middleware, net/http, GOMAXPROCS=1)", Path: "httputil.ReverseProxy -> upstream", WAF: true, start: startCoraza},
 		{ID: IDNginxModSec, Name: "nginx 1 worker + ModSecurity v3 (Debian), same CRS", Path: "proxy_pass -> upstream", WAF: true, start: startNginx},
 		{ID: IDNginx, Name: "nginx 1 worker, no WAF", Path: "proxy_pass -> upstream", start: startNginx},

@@ -132,6 +132,37 @@ func EditPlugins(b *bootstrapv3.Bootstrap, edit func(pc *wasmv3.PluginConfig) er
 	})
 }
 
+// DropWasmFilters removes every wasm HTTP filter from the bootstrap's
+// listeners (the same proxy without the plugin, for a baseline) and
+// returns how many it removed.
+func DropWasmFilters(b *bootstrapv3.Bootstrap) (int, error) {
+	n := 0
+	for _, ln := range b.GetStaticResources().GetListeners() {
+		for _, fc := range ln.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				var hcm hcmv3.HttpConnectionManager
+				_, err := editAny(f.GetTypedConfig(), &hcm, f.GetName(), func() (bool, error) {
+					kept := hcm.HttpFilters[:0]
+					for _, hf := range hcm.GetHttpFilters() {
+						if hf.GetTypedConfig().MessageIs(&wasmfilterv3.Wasm{}) {
+							n++
+							continue
+						}
+						kept = append(kept, hf)
+					}
+					changed := len(kept) != len(hcm.HttpFilters)
+					hcm.HttpFilters = kept
+					return changed, nil
+				})
+				if err != nil {
+					return n, err
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
 // SetConfiguration sets a PluginConfig's plugin configuration to the JSON
 // text js, as a google.protobuf.StringValue (the form the plugin reads).
 // The text must be a JSON object.

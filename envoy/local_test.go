@@ -161,3 +161,25 @@ func TestEditPlugins(t *testing.T) {
 		t.Errorf("after a refused edit the configuration is %q, want it unchanged", ps[0].Configuration)
 	}
 }
+
+// TestDropWasmFilters: the shipped bootstrap without its wasm filter keeps
+// the router, and nothing of the plugin is left in what Envoy gets.
+func TestDropWasmFilters(t *testing.T) {
+	b, _, err := LoadBootstrap("envoy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := DropWasmFilters(b); err != nil || n != 1 {
+		t.Fatalf("DropWasmFilters: %d, %v; want 1, nil", n, err)
+	}
+	js, err := JSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "envoy.filters.http.wasm") || !strings.Contains(string(js), "envoy.filters.http.router") {
+		t.Errorf("after DropWasmFilters: wasm filter present or router gone:\n%s", js)
+	}
+	if n, _ := DropWasmFilters(b); n != 0 {
+		t.Errorf("a second DropWasmFilters removed %d", n)
+	}
+}

@@ -135,7 +135,13 @@ func ready(c *http.Client, url string) bool {
 
 // Stat returns the value of one counter or gauge from the admin's /stats.
 func (p *Process) Stat(c *http.Client, name string) (int, error) {
-	resp, err := c.Get(p.admin + "/stats?filter=^" + strings.ReplaceAll(name, ".", `\.`) + "$")
+	return AdminStat(c, p.admin, name)
+}
+
+// AdminStat returns the value of one counter or gauge from the /stats of
+// the admin interface at adminURL (http://host:port).
+func AdminStat(c *http.Client, adminURL, name string) (int, error) {
+	resp, err := c.Get(adminURL + "/stats?filter=^" + strings.ReplaceAll(name, ".", `\.`) + "$")
 	if err != nil {
 		return 0, err
 	}

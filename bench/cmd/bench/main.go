@@ -109,7 +109,8 @@ type options struct {
 
 func run() int {
 	var o options
-	all := []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8}
+	all := []string{bench.IDEnvoyCRS, bench.IDEnvoyPass, bench.IDEnvoy, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx,
+		bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8}
 	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
 	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
 	flag.DurationVar(&o.open, "open", 20*time.Second, "open-loop (fixed rate) run per server")
@@ -225,25 +226,28 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	// Build what the Go host servers need before pinning: the builds use
 	// both CPUs.
 	buildErrs := map[string]error{}
+	mainRows := []string{bench.IDWasmCRS, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDEnvoyCRS}
+	passRows := []string{bench.IDWasmPass, bench.IDWasmPassV8, bench.IDEnvoyPass}
 	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
-		hostErr := buildHost(ctx, o, env)
-		for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8} {
-			if hostErr != nil {
+		if hostErr := buildHost(ctx, o, env); hostErr != nil {
+			for _, id := range []string{bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8} {
 				buildErrs[id] = hostErr
 			}
 		}
-		if _, err := os.Stat(o.wasm); err != nil && buildErrs[bench.IDWasmCRS] == nil {
-			buildErrs[bench.IDWasmCRS] = fmt.Errorf("%s missing: run `go run mage.go build` first", o.wasm)
-			buildErrs[bench.IDWasmCRSCap] = buildErrs[bench.IDWasmCRS]
-			buildErrs[bench.IDWasmCRS128] = buildErrs[bench.IDWasmCRS]
-			buildErrs[bench.IDWasmCRSV8] = buildErrs[bench.IDWasmCRS]
-		} else if abs, err := filepath.Abs(o.wasm); err == nil {
-			env.MainWasm = abs
+	}
+	if _, err := os.Stat(o.wasm); err != nil {
+		for _, id := range mainRows {
+			if buildErrs[id] == nil {
+				buildErrs[id] = fmt.Errorf("%s missing: run `go run mage.go build` first", o.wasm)
+			}
 		}
-		if (slices.Contains(selected, bench.IDWasmPass) || slices.Contains(selected, bench.IDWasmPassV8)) && buildErrs[bench.IDWasmPass] == nil {
-			if env.PassWasm, err = buildPassthrough(ctx, o); err != nil {
-				buildErrs[bench.IDWasmPass] = err
-				buildErrs[bench.IDWasmPassV8] = err
+	} else if abs, err := filepath.Abs(o.wasm); err == nil {
+		env.MainWasm = abs
+	}
+	if slices.ContainsFunc(selected, func(s string) bool { return slices.Contains(passRows, s) }) {
+		if env.PassWasm, err = buildPassthrough(ctx, o); err != nil {
+			for _, id := range passRows {
+				buildErrs[id] = err
 			}
 		}
 	}

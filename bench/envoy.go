@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
+
+	"github.com/wafguard/wafguard/envoy"
+)
+
+// ShippedBootstrap is the Envoy bootstrap the Envoy rows run, as an
+// operator would: only its addresses and module are changed
+// (envoy.Localize), and for IDEnvoyPass the plugin, for IDEnvoy the wasm
+// filter removed.
+const ShippedBootstrap = "envoy/envoy.yaml"
+
+// envoyWait is the least time an Envoy row may take to serve: V8 compiles
+// the whole module before the first VM starts.
+const envoyWait = 4 * time.Minute
+
+// startEnvoy runs the official Envoy (envoy.Binary) with one worker,
+// pinned to the server CPU, in front of the bench's upstream.
+func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
+	bin, v, err := envoy.Binary()
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := envoy.LoadBootstrap(ShippedBootstrap)
+	if err != nil {
+		return nil, err
+	}
+	listen, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	up, err := url.Parse(env.UpstreamURL)
+	if err != nil {
+		return nil, err
+	}
+	l := envoy.Local{Listen: listen, Admin: admin, Upstream: up.Host}
+	switch s.ID {
+	case IDEnvoy:
+		if _, err := envoy.DropWasmFilters(b); err != nil {
+			return nil, err
+		}
+	case IDEnvoyPass:
+		l.Module = env.PassWasm
+	default:
+		l.Module = env.MainWasm
+	}
+	if l.Module != "" {
+		if l.Module, err = filepath.Abs(l.Module); err != nil {
+			return nil, err
+		}
+	}
+	if err := envoy.Localize(b, l); err != nil {
+		return nil, err
+	}
+	if s.ID == IDEnvoyPass {
+		if _, err := envoy.EditPlugins(b, func(pc *wasmv3.PluginConfig) error { return envoy.SetConfiguration(pc, "{}") }); err != nil {
+			return nil, err
+		}
+	}
+	js, err := envoy.JSON(b)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(env.WorkDir, s.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "envoy.json")
+	if err := os.WriteFile(cfg, js, 0o644); err != nil {
+		return nil, err
+	}
+	env.Log(fmt.Sprintf("%s: Envoy %s, %s localized to %s", s.ID, v, ShippedBootstrap, cfg))
+	p, err := StartProc(s.ID, env.ServerCPU, nil, env.WorkDir, bin, "-c", cfg, "--concurrency", "1",
+		"--base-id", strconv.Itoa(envoyBaseID(s.ID)), "-l", "warning", "--disable-hot-restart")
+	if err != nil {
+		return nil, err
+	}
+	wait := max(env.ReadyWait, envoyWait)
+	if err := p.WaitHTTP(ctx, "http://"+admin+"/ready", 200, wait); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	if s.ID != IDEnvoy {
+		// /ready can answer before the worker's VM has started: wait for
+		// the main thread's and the worker's.
+		c := &http.Client{Timeout: 2 * time.Second}
+		for end := time.Now().Add(wait); ; {
+			if n, err := envoy.AdminStat(c, "http://"+admin, "wasm.envoy.wasm.runtime.v8.active"); err == nil && n >= 2 {
+				break
+			}
+			if p.Exited() || time.Now().After(end) {
+				p.Stop(2 * time.Second)
+				return nil, fmt.Errorf("%s: no worker VM within %s; log:\n%s", s.ID, wait, p.LogTail(2000))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return &Running{Proc: p, URL: "http://" + listen}, nil
+}
+
+// envoyBaseID is a --base-id for the row id, distinct from the other
+// rows' and from other benches' running at once.
+func envoyBaseID(id string) int {
+	n := 400 + 10*(os.Getpid()%1000)
+	switch id {
+	case IDEnvoyPass:
+		n++
+	case IDEnvoy:
+		n += 2
+	}
+	return n
+}
