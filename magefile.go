@@ -497,6 +497,15 @@ func Soak() error {
 		"go", "test", "./faults", "-run", "^(TestSoak_ci|TestMemory_overload|TestMemory_overloadV8)$", "-count=1", "-v", "-timeout", "45m")
 }
 
+// SoakEnvoy runs 10 minutes of the bench's traffic mix through real Envoy
+// (envoy/envoy.yaml, 2 workers) at half of its saturation rate: no 5xx, no
+// lost VM, flat RSS (e2e TestEnvoy_soak). Not part of check.
+func SoakEnvoy() error {
+	mg.SerialDeps(Build, Envoy)
+	return run([]string{"E2E_ENVOY=1", "E2E_ENVOY_SOAK_SECONDS=600", "WASM_REQUIRED=1"},
+		"go", "test", "./e2e", "-run", "^TestEnvoy_soak$", "-count=1", "-v", "-timeout", "30m")
+}
+
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in
 // blocking mode and admission on, in front of the built-in upstream; admin on
 // 127.0.0.1:8082. Stop it with Ctrl-C.

@@ -434,3 +434,101 @@ func tailLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestEnvoy_badInput sends hostile input through the suite's Envoy
+// (e2e/envoy.yaml): invalid and deeply nested JSON, an oversized header, a
+// body over the limit without Content-Length, a client that resets in the
+// middle of a body, and one that sends its body a byte at a time and
+// gives up. Each gets a clear refusal (none reaches the upstream as a
+// pass); afterwards Envoy serves, with every VM alive and no critical
+// line in its log.
+func TestEnvoy_badInput(t *testing.T) {
+	needEnvoy(t)
+	tg := need(t)
+	if tg.logs == nil || !strings.HasPrefix(tg.name, "Envoy") {
+		t.Skip("real Envoy only")
+	}
+	adminC := &http.Client{Timeout: 5 * time.Second}
+	vms := func() int {
+		n, err := envoy.AdminStat(adminC, tg.admin, "wasm.envoy.wasm.runtime.v8.active")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := vms()
+	post := func(body io.Reader, contentType string, size int64) (int, error) {
+		req, _ := http.NewRequest(http.MethodPost, tg.base+"/submit", body)
+		req.Header.Set("Content-Type", contentType)
+		req.ContentLength = size
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	deep := strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000)
+	for _, c := range []struct {
+		name, body, contentType string
+		chunked                 bool
+		want                    []int
+	}{
+		{"invalid JSON", `{"q": "unterminated`, "application/json", false, []int{400, 403}},
+		{"deep JSON", deep, "application/json", false, []int{400, 403}},
+		{"body over the limit, chunked", strings.Repeat("a=b&", 40000), "application/x-www-form-urlencoded", true, []int{413}},
+	} {
+		size := int64(len(c.body))
+		var r io.Reader = strings.NewReader(c.body)
+		if c.chunked {
+			size, r = -1, io.MultiReader(r) // no length: sent chunked
+		}
+		code, err := post(r, c.contentType, size)
+		if err != nil || !slices.Contains(c.want, code) {
+			tg.failf(t, "%s: %d, %v; want one of %v", c.name, code, err, c.want)
+		}
+	}
+	// A 100 KB header: Envoy's own limit (60 KiB of headers) answers 431.
+	req, _ := http.NewRequest(http.MethodGet, tg.base+"/", nil)
+	req.Header.Set("X-Big", strings.Repeat("x", 100<<10))
+	if resp, err := client.Do(req); err != nil {
+		t.Errorf("oversized header: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != 431 {
+			t.Errorf("oversized header: %d, want 431", resp.StatusCode)
+		}
+	}
+	// A client that resets in the middle of its body, and one that sends
+	// its body a byte at a time for two seconds and then goes away.
+	addr := strings.TrimPrefix(tg.base, "http://")
+	for _, slow := range []bool{false, true} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /submit HTTP/1.1\r\nHost: e2e\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\n")
+		if slow {
+			for i := 0; i < 20; i++ {
+				conn.Write([]byte("a"))
+				time.Sleep(100 * time.Millisecond)
+			}
+		} else {
+			conn.Write([]byte(strings.Repeat("a=b&", 1000)))
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset, not a close
+		}
+		conn.Close()
+	}
+	if err := waitReady(tg.base+"/anything", 10*time.Second); err != nil {
+		tg.failf(t, "after the bad input: %v", err)
+	}
+	if after := vms(); after != before {
+		tg.failf(t, "VMs active: %d before the bad input, %d after", before, after)
+	}
+	if strings.Contains(tg.logs(), "][critical][") {
+		tg.failf(t, "Envoy logged a critical line")
+	}
+}
