@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/internal/ociimage"
+	"github.com/wafguard/wafguard/wasmhost"
 )
 
 const (
@@ -508,11 +510,23 @@ func SoakEnvoy() error {
 
 // Run builds the .wasm and serves a WAF proxy on 127.0.0.1:8080 with CRS in
 // blocking mode and admission on, in front of the built-in upstream; admin on
-// 127.0.0.1:8082. Stop it with Ctrl-C.
+// 127.0.0.1:8082. Stop it with Ctrl-C. Where Envoy is installed (go run
+// mage.go envoy, or ENVOY_BIN) it serves through Envoy with
+// envoy/envoy.yaml as shipped and 2 workers, the upstream on a loopback
+// port of this process; else, or with RUN_HOST=wazero, through the wazero
+// host (cmd/wafhost) with config/default.json.
 func Run() error {
 	mg.Deps(Build)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if os.Getenv("RUN_HOST") != "wazero" {
+		if _, v, err := envoy.Binary(); err == nil {
+			return runEnvoy(ctx, v)
+		} else if os.Getenv("RUN_HOST") == "envoy" {
+			return err
+		}
+		fmt.Println("run: no Envoy installed (go run mage.go envoy installs it); serving through the wazero host")
+	}
 	cmd := exec.CommandContext(ctx, "go", "run", "./cmd/wafhost",
 		"--wasm", wasmOut, "--config", "config/default.json",
 		"--listen", "127.0.0.1:8080", "--admin", "127.0.0.1:8082")
@@ -539,13 +553,41 @@ func Run() error {
 			return errors.New("run: the host was not ready after 5 minutes")
 		}
 	}
-	fmt.Print(`
-WAF proxy ready on http://127.0.0.1:8080 (CRS blocking, admission on). Try:
+	fmt.Print("\nWAF proxy (wazero host) ready")
+	fmt.Print(tryIt)
+	return <-done
+}
+
+// tryIt follows "WAF proxy ... ready".
+const tryIt = ` on http://127.0.0.1:8080 (CRS blocking, admission on). Try:
   curl -i 'http://127.0.0.1:8080/anything?q=hello'                                  # 200, passes
   curl -i 'http://127.0.0.1:8080/anything?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E'   # 403, XSS blocked
   curl -s http://127.0.0.1:8082/stats/prometheus                                    # metrics
-`)
-	return <-done
+`
+
+// runEnvoy is Run through Envoy: envoy/envoy.yaml on 127.0.0.1:8080 and
+// :8082, in front of the built-in upstream on a free loopback port.
+func runEnvoy(ctx context.Context, v envoy.Version) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	up := &http.Server{Handler: wasmhost.ServeUpstream(wasmhost.EchoUpstream{}, 16<<20), ReadHeaderTimeout: 10 * time.Second}
+	go up.Serve(ln)
+	defer up.Close()
+	fmt.Printf("run: starting Envoy %s with envoy/envoy.yaml and 2 workers (V8 compiles the module first: up to a minute)\n", v)
+	e, err := envoy.Launch(ctx, envoy.Setup{
+		Bootstrap: "envoy/envoy.yaml", Module: wasmOut, Upstream: ln.Addr().String(),
+		Listen: "127.0.0.1:8080", Admin: "127.0.0.1:8082", Workers: 2, Log: os.Stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer e.Stop()
+	fmt.Printf("\nWAF proxy (Envoy %s, pid %d) ready after %s", v, e.PID(), e.Serving.Round(time.Second))
+	fmt.Print(tryIt)
+	<-ctx.Done()
+	return nil
 }
 
 // run runs a command with extra environment variables, streaming its output.

@@ -20,6 +20,9 @@ type Setup struct {
 	Bootstrap string
 	// Module is the .wasm every wasm filter loads.
 	Module string
+	// Listen and Admin are host:port for the listener and the admin
+	// interface; empty means a free loopback port.
+	Listen, Admin string
 	// Upstream is host:port of the cluster named "upstream".
 	Upstream string
 	// Workers is --concurrency (at least 1).
@@ -57,8 +60,8 @@ type Launched struct {
 	dir     string
 }
 
-// Launch localizes s.Bootstrap to free loopback ports (listener and
-// admin), s.Upstream and s.Module, applies s.Edit, starts Envoy on it
+// Launch localizes s.Bootstrap to s.Listen and s.Admin (free loopback
+// ports when empty), s.Upstream and s.Module, applies s.Edit, starts Envoy on it
 // and waits until it serves with a VM on the main thread and one per
 // worker. On any failure nothing is left running.
 func Launch(ctx context.Context, s Setup) (*Launched, error) {
@@ -93,7 +96,13 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 	if err != nil {
 		return nil, err
 	}
-	listen, admin := FreePort(), FreePort()
+	listen, admin := s.Listen, s.Admin
+	if listen == "" {
+		listen = FreePort()
+	}
+	if admin == "" {
+		admin = FreePort()
+	}
 	if err := Localize(b, Local{Listen: listen, Admin: admin, Upstream: s.Upstream, Module: module}); err != nil {
 		return nil, err
 	}
