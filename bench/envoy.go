@@ -85,7 +85,7 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 		return nil, err
 	}
 	env.Log(fmt.Sprintf("%s: Envoy %s, %s localized to %s", s.ID, v, ShippedBootstrap, cfg))
-	p, err := StartProc(s.ID, env.ServerCPU, nil, env.WorkDir, bin, "-c", cfg, "--concurrency", "1",
+	p, err := StartProc(s.ID, env.multiCPUs(), nil, env.WorkDir, bin, "-c", cfg, "--concurrency", strconv.Itoa(env.workers()),
 		"--base-id", strconv.Itoa(envoyBaseID(s.ID)), "-l", "warning", "--disable-hot-restart")
 	if err != nil {
 		return nil, err
@@ -96,11 +96,11 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 		return nil, err
 	}
 	if s.ID != IDEnvoy {
-		// /ready can answer before the worker's VM has started: wait for
-		// the main thread's and the worker's.
+		// /ready can answer before the workers' VMs have started: wait
+		// for the main thread's and every worker's.
 		c := &http.Client{Timeout: 2 * time.Second}
 		for end := time.Now().Add(wait); ; {
-			if n, err := envoy.AdminStat(c, "http://"+admin, "wasm.envoy.wasm.runtime.v8.active"); err == nil && n >= 2 {
+			if n, err := envoy.AdminStat(c, "http://"+admin, "wasm.envoy.wasm.runtime.v8.active"); err == nil && n >= env.workers()+1 {
 				break
 			}
 			if p.Exited() || time.Now().After(end) {

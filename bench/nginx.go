@@ -176,13 +176,13 @@ func WriteModSecurity(dir string) (string, int, error) {
 	return mainPath, rewritten, os.WriteFile(mainPath, []byte(main), 0o644)
 }
 
-// NginxConfig returns an nginx.conf for one worker that proxies everything
+// NginxConfig returns an nginx.conf for workers worker processes that proxies everything
 // to upstream (host:port) over kept-alive connections, with ModSecurity when
 // modsecRules is not empty. Bodies up to 64 KB stay in memory, so no server
 // writes a request body to disk.
-func NginxConfig(dir, listen, upstream, modsecRules string) string {
+func NginxConfig(dir, listen, upstream, modsecRules string, workers int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "daemon off;\nmaster_process on;\nworker_processes 1;\npid %s/nginx.pid;\nerror_log %s/error.log warn;\n", dir, dir)
+	fmt.Fprintf(&b, "daemon off;\nmaster_process on;\nworker_processes %d;\npid %s/nginx.pid;\nerror_log %s/error.log warn;\n", max(workers, 1), dir, dir)
 	if os.Geteuid() == 0 {
 		// The worker reads and writes the work directory that root created.
 		b.WriteString("user root;\n")

@@ -33,12 +33,12 @@ func TestWriteModSecurity(t *testing.T) {
 }
 
 func TestNginxConfig(t *testing.T) {
-	plain := NginxConfig("/w", "127.0.0.1:1", "127.0.0.1:2", "")
-	if strings.Contains(plain, "modsecurity") {
-		t.Errorf("plain nginx config mentions modsecurity:\n%s", plain)
+	plain := NginxConfig("/w", "127.0.0.1:1", "127.0.0.1:2", "", 1)
+	if strings.Contains(plain, "modsecurity") || !strings.Contains(plain, "worker_processes 1;") {
+		t.Errorf("plain nginx config mentions modsecurity or has not 1 worker:\n%s", plain)
 	}
-	ms := NginxConfig("/w", "127.0.0.1:1", "127.0.0.1:2", "/w/main.conf")
-	for _, want := range []string{"worker_processes 1;", "load_module " + ModSecurityModule, "modsecurity_rules_file /w/main.conf;", "server 127.0.0.1:2;", "listen 127.0.0.1:1;"} {
+	ms := NginxConfig("/w", "127.0.0.1:1", "127.0.0.1:2", "/w/main.conf", 2)
+	for _, want := range []string{"worker_processes 2;", "load_module " + ModSecurityModule, "modsecurity_rules_file /w/main.conf;", "server 127.0.0.1:2;", "listen 127.0.0.1:1;"} {
 		if !strings.Contains(ms, want) {
 			t.Errorf("config lacks %q:\n%s", want, ms)
 		}

@@ -38,9 +38,10 @@ var (
 	procs   = map[*Proc]struct{}{}
 )
 
-// StartProc runs bin with args under `taskset -c cpu`, with env added to the
-// bench's environment, output in logDir/name.log.
-func StartProc(name string, cpu int, env []string, logDir, bin string, args ...string) (*Proc, error) {
+// StartProc runs bin with args under `taskset -c cpus` (a CPU list such as
+// "1" or "0,1"), with env added to the bench's environment, output in
+// logDir/name.log.
+func StartProc(name string, cpus string, env []string, logDir, bin string, args ...string) (*Proc, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func StartProc(name string, cpu int, env []string, logDir, bin string, args ...s
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu), bin}, args...)...)
+	cmd := exec.Command("taskset", append([]string{"-c", cpus, bin}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Pdeathsig ends the server if the bench dies without running its

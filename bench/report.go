@@ -18,12 +18,16 @@ type Report struct {
 	Versions  []string  `json:"versions"`
 	Upstream  string    `json:"upstream"`
 	ServerCPU int       `json:"server_cpu"`
-	LoadCPU   int       `json:"load_cpu"`
-	Workers   int       `json:"workers"`
-	OpenShare float64   `json:"open_share"`
-	Closed    string    `json:"closed_duration"`
-	Open      string    `json:"open_duration"`
-	Pool      PoolInfo  `json:"pool"`
+	// ServerCPUs and ServerWorkers are the CPUs and workers of the Envoy
+	// and nginx rows when they run several (-server-cpus, -server-workers).
+	ServerCPUs    string   `json:"server_cpus,omitempty"`
+	ServerWorkers int      `json:"server_workers,omitempty"`
+	LoadCPU       int      `json:"load_cpu"`
+	Workers       int      `json:"workers"`
+	OpenShare     float64  `json:"open_share"`
+	Closed        string   `json:"closed_duration"`
+	Open          string   `json:"open_duration"`
+	Pool          PoolInfo `json:"pool"`
 	// Verify is the native Coraza server's answer to every request of the
 	// pool, checked before any measurement.
 	Verify  *Verification   `json:"verify,omitempty"`
@@ -140,7 +144,15 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Bench results\n\n")
 	fmt.Fprintf(&b, "Run %s, %.0f s, `%s`.  \n", r.Started.UTC().Format(time.RFC3339), r.Seconds, r.Command)
-	fmt.Fprintf(&b, "Machine: %s. Each server pinned to CPU %d (one worker: GOMAXPROCS=1 or worker_processes 1); load generator (vegeta, in process, GOMAXPROCS=1) and upstream on CPU %d.  \n", r.Machine, r.ServerCPU, r.LoadCPU)
+	load := fmt.Sprintf("on CPU %d", r.LoadCPU)
+	if r.LoadCPU < 0 {
+		load = "not pinned"
+	}
+	if r.ServerWorkers > 1 {
+		fmt.Fprintf(&b, "Machine: %s. The Envoy and nginx rows with %d workers (--concurrency, worker_processes) on CPUs %s; the other servers one worker on CPU %d; load generator (vegeta, in process, GOMAXPROCS=1) and upstream %s.  \n", r.Machine, r.ServerWorkers, r.ServerCPUs, r.ServerCPU, load)
+	} else {
+		fmt.Fprintf(&b, "Machine: %s. Each server pinned to CPU %d (one worker: GOMAXPROCS=1 or worker_processes 1); load generator (vegeta, in process, GOMAXPROCS=1) and upstream %s.  \n", r.Machine, r.ServerCPU, load)
+	}
 	fmt.Fprintf(&b, "Upstream: %s.  \n", r.Upstream)
 	fmt.Fprintf(&b, "Traffic: %d requests replayed in a loop (seed %d): %d benign GETs, %d benign JSON POSTs (%.1f-%.1f KB), %d attacks (SQLi, XSS in query and JSON).  \n",
 		r.Pool.Size, r.Pool.Seed, r.Pool.Classes[BenignGET.String()], r.Pool.Classes[BenignJSON.String()], r.Pool.JSONMinKB, r.Pool.JSONMaxKB, r.Pool.Classes[Attack.String()])

@@ -18,16 +18,32 @@ type Env struct {
 	WorkDir     string // config files and logs
 	UpstreamURL string // http://127.0.0.1:port
 	ServerCPU   int    // the CPU every server is pinned to
-	Self        string // the bench binary; its serve-coraza command is the native Coraza server
-	WafhostBin  string // cmd/wafhost, built
-	MainWasm    string // build/main.wasm
-	PassWasm    string // the pass-through plugin, built
+	// ServerCPUs, when set, is the CPU list (taskset -c) of the Envoy and
+	// nginx rows instead, and ServerWorkers their workers (Envoy's
+	// --concurrency, nginx's worker_processes; 0 means 1).
+	ServerCPUs    string
+	ServerWorkers int
+	Self          string // the bench binary; its serve-coraza command is the native Coraza server
+	WafhostBin    string // cmd/wafhost, built
+	MainWasm      string // build/main.wasm
+	PassWasm      string // the pass-through plugin, built
 	// VMEnv are NAME=value environment variables of the WAF's VMs (the Go
 	// host's --vm-env; Envoy's vm_config.environment_variables).
 	VMEnv     []string
 	ReadyWait time.Duration
 	Log       func(string)
 }
+
+// multiCPUs is the CPU list of the rows that can run several workers.
+func (env *Env) multiCPUs() string {
+	if env.ServerCPUs != "" {
+		return env.ServerCPUs
+	}
+	return strconv.Itoa(env.ServerCPU)
+}
+
+// workers is the worker count of the rows that can run several.
+func (env *Env) workers() int { return max(env.ServerWorkers, 1) }
 
 // Server is one system under test.
 type Server struct {
@@ -172,7 +188,7 @@ func startWafhost(ctx context.Context, s *Server, env *Env) (*Running, error) {
 			args = append(args, "--vm-env", kv)
 		}
 	}
-	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.WafhostBin, args...)
+	p, err := StartProc(s.ID, strconv.Itoa(env.ServerCPU), []string{"GOMAXPROCS=1"}, env.WorkDir, env.WafhostBin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +212,7 @@ func startV8(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	}
 	// The front and Node share the server's CPU; GOMAXPROCS=1 as for the
 	// other Go servers.
-	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
+	p, err := StartProc(s.ID, strconv.Itoa(env.ServerCPU), []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
 		"serve-v8", "--listen", listen, "--upstream", env.UpstreamURL, "--wasm", wasm, "--config", cfg)
 	if err != nil {
 		return nil, err
@@ -209,7 +225,7 @@ func startCoraza(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProc(s.ID, env.ServerCPU, []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
+	p, err := StartProc(s.ID, strconv.Itoa(env.ServerCPU), []string{"GOMAXPROCS=1"}, env.WorkDir, env.Self,
 		"serve-coraza", "--listen", listen, "--upstream", env.UpstreamURL)
 	if err != nil {
 		return nil, err
@@ -247,10 +263,10 @@ func startNginx(ctx context.Context, s *Server, env *Env) (*Running, error) {
 		return nil, err
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(NginxConfig(dir, listen, up.Host, rules)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(NginxConfig(dir, listen, up.Host, rules, env.workers())), 0o644); err != nil {
 		return nil, err
 	}
-	p, err := StartProc(s.ID, env.ServerCPU, nil, env.WorkDir, bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
+	p, err := StartProc(s.ID, env.multiCPUs(), nil, env.WorkDir, bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
 	if err != nil {
 		return nil, err
 	}

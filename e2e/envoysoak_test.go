@@ -25,7 +25,8 @@ const envSoak = "E2E_ENVOY_SOAK_SECONDS"
 // 10 s closed loop for the saturation rate, then an open loop at half of
 // it for E2E_ENVOY_SOAK_SECONDS. Every benign request must pass and every
 // attack be blocked (a 429 only when the cap answers), with no 5xx, no
-// transport error and no VM lost; Envoy's RSS, sampled every 10 s, must
+// transport error, no VM lost and at most 1% of the requests held back
+// because 256 were in flight; Envoy's RSS, sampled every 10 s, must
 // not grow by more than 10% (plus 32 MiB) from the end of the first third
 // to the end.
 func TestEnvoy_soak(t *testing.T) {
@@ -130,8 +131,11 @@ func TestEnvoy_soak(t *testing.T) {
 	wg.Wait()
 	after, _ := envoy.AdminStat(&http.Client{Timeout: 5 * time.Second}, e.AdminURL(), "wasm.envoy.wasm.runtime.v8.active")
 	t.Logf("answers %v; RSS MiB every 10 s %v; not sent (256 in flight) %d", counts, rssMiB, dropped)
-	if dropped > 0 {
-		t.Errorf("%d requests not sent: 256 were in flight", dropped)
+	// A request is not sent while 256 are in flight: the proxy fell
+	// behind the rate, as it can for a while on a machine whose other work
+	// takes its CPU. More than 1% of the run is a stall.
+	if total := dropped + int(next.Load()); dropped*100 > total {
+		t.Errorf("%d of %d requests not sent: 256 were in flight", dropped, total)
 	}
 	if after != vms {
 		t.Errorf("VMs active: %d before the open loop, %d after", vms, after)

@@ -97,6 +97,8 @@ type options struct {
 	seed               uint64
 	poolSize           int
 	serverCPU, loadCPU int
+	serverCPUs         string
+	serverWorkers      int
 	out                string
 	wasm, pass         string
 	timeout, deadline  time.Duration
@@ -123,7 +125,9 @@ func run() int {
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the traffic pool")
 	flag.IntVar(&o.poolSize, "pool", 200, "requests in the traffic pool (replayed in a loop)")
 	flag.IntVar(&o.serverCPU, "server-cpu", 1, "CPU every server is pinned to")
-	flag.IntVar(&o.loadCPU, "load-cpu", 0, "CPU the load generator and the upstream are pinned to")
+	flag.IntVar(&o.loadCPU, "load-cpu", 0, "CPU the load generator and the upstream are pinned to; -1: not pinned")
+	flag.StringVar(&o.serverCPUs, "server-cpus", "", "CPU list (taskset -c, e.g. 0,1) of the Envoy and nginx rows instead of -server-cpu")
+	flag.IntVar(&o.serverWorkers, "server-workers", 1, "workers of the Envoy and nginx rows (--concurrency, worker_processes); the other rows keep one")
 	flag.StringVar(&o.out, "out", "build/bench", "output directory")
 	flag.StringVar(&o.wasm, "wasm", "build/main.wasm", "the WAF plugin (go run mage.go build)")
 	flag.StringVar(&o.pass, "passthrough", "wasmhost/testdata/passthrough", "pass-through plugin: a .wasm file or a Go package directory to build")
@@ -197,16 +201,16 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	if work, err = filepath.Abs(work); err != nil {
 		return nil, err
 	}
-	env := &bench.Env{WorkDir: work, ServerCPU: o.serverCPU, Self: self, ReadyWait: o.readyWait, Log: func(s string) { logf("%s", s) }}
+	env := &bench.Env{WorkDir: work, ServerCPU: o.serverCPU, ServerCPUs: o.serverCPUs, ServerWorkers: o.serverWorkers, Self: self, ReadyWait: o.readyWait, Log: func(s string) { logf("%s", s) }}
 	if o.vmEnv != "" {
 		env.VMEnv = strings.Split(o.vmEnv, ",")
 	}
 
 	r := &bench.Report{
 		Started: began, Command: "go run ./bench/cmd/bench " + strings.Join(os.Args[1:], " "),
-		Machine: machine(), ServerCPU: o.serverCPU, LoadCPU: o.loadCPU, Workers: o.workers, OpenShare: o.openShare,
+		Machine: machine(), ServerCPU: o.serverCPU, ServerCPUs: o.serverCPUs, ServerWorkers: o.serverWorkers, LoadCPU: o.loadCPU, Workers: o.workers, OpenShare: o.openShare,
 		Closed: o.closed.String(), Open: o.open.String(),
-		Upstream: "one in-process Go net/http server on 127.0.0.1 (CPU " + strconv.Itoa(o.loadCPU) + ") answering 200 text/html " + strconv.Itoa(len(bench.UpstreamBody)) + " bytes to every request; every server proxies to it over kept-alive connections",
+		Upstream: "one in-process Go net/http server on 127.0.0.1 (with the load generator) answering 200 text/html " + strconv.Itoa(len(bench.UpstreamBody)) + " bytes to every request; every server proxies to it over kept-alive connections",
 		Notes: []string{
 			"The machine is shared with other builds and tests while the bench runs: treat the numbers as noisy; compare servers within one run, not across runs.",
 			"One load-generator core: for the servers without a WAF (nginx, wasm-pass) the load generator, not the server, may be the limit.",
@@ -258,7 +262,9 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	}
 	defer up.Close()
 	env.UpstreamURL = up.URL
-	if err := pinSelf(o.loadCPU); err != nil {
+	if o.loadCPU < 0 {
+		// Not pinned: the load shares the CPUs with the servers.
+	} else if err := pinSelf(o.loadCPU); err != nil {
 		return r, fmt.Errorf("pinning the load generator to CPU %d: %w", o.loadCPU, err)
 	}
 
