@@ -1,14 +1,3 @@
-// Package transform holds this project's implementations of the Coraza
-// transformations the OWASP CRS uses. Register installs them under
-// Coraza's names, replacing the built-in ones, so that the rules and the
-// rule preselection (filter/preselect) transform values with the same code:
-// what the preselection computes for a value is by construction what the
-// rule's operator will see. Each one is tested equal to Coraza v3.8.1's
-// built-in (output, "changed" flag, error behaviour) on the CRS regression
-// corpus and by fuzzing.
-//
-// The functions return their input unchanged, without copying, when the
-// transformation does not change it.
 package transform
 
 import (
