@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,7 +149,7 @@ func TestRatelimit_twoEnvoys(t *testing.T) {
 		"wafguard.remote_address: unit=SECOND requests_per_unit=20",
 		"wafguard.authority: unit=SECOND requests_per_unit=2000",
 		"wafguard.authority_small.example.com: unit=SECOND requests_per_unit=200")
-	example.p.stop()
+	example.p.Stop()
 
 	up := newRlHoldUpstream()
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -274,8 +273,8 @@ func TestRatelimit_twoEnvoys(t *testing.T) {
 	})
 
 	t.Run("service_down", func(t *testing.T) {
-		rls.p.stop()
-		t.Logf("stopped the rate limit service (pid %d)", rls.p.cmd.Process.Pid)
+		rls.p.Stop()
+		t.Logf("stopped the rate limit service (pid %d)", rls.p.PID())
 		before := rlStatsOf(t, envoys)
 		const perEnvoy = 3
 		res := make([][]rlResult, len(envoys))
@@ -386,20 +385,21 @@ func startRlRedis(t *testing.T, bin, dir string) string {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := startRlProc("redis-server", exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--dir", data, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"))
+	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+		"--dir", data, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	p, err := envoy.StartProc(cmd, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("starting redis-server (%s): %v", cmd.Path, err)
 	}
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if rlRedisPing(addr) == nil {
-			t.Logf("redis-server (pid %d) on %s", p.cmd.Process.Pid, addr)
+			t.Logf("redis-server (pid %d) on %s", p.PID(), addr)
 			return addr
 		}
-		if p.exited() || time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING within 30 s (exited: %v); its output:\n%s", addr, p.exited(), p.lastLines(20))
+		if exited, _ := p.Exited(); exited || time.Now().After(deadline) {
+			t.Fatalf("redis-server on %s did not answer PING within 30 s (exited: %v); its output:\n%s", addr, exited, p.LastLines(20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -427,7 +427,7 @@ func rlRedisPing(addr string) error {
 
 // rlService is the running rate limit service.
 type rlService struct {
-	p     *rlProc
+	p     *envoy.Proc
 	grpc  string // host:port of its gRPC API
 	debug string // host:port of its debug interface (/rlconfig)
 }
@@ -468,11 +468,11 @@ func startRatelimit(t *testing.T, bin, dir, redisAddr, config string) *rlService
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT=" + port(grpcAddr),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + port(debugAddr),
 	}
-	p, err := startRlProc("ratelimit", cmd)
+	p, err := envoy.StartProc(cmd, nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("starting ratelimit (%s): %v", cmd.Path, err)
 	}
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 	c := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -480,12 +480,12 @@ func startRatelimit(t *testing.T, bin, dir, redisAddr, config string) *rlService
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				t.Logf("ratelimit %s (pid %d): gRPC on %s, domain %s", ratelimitVersion, p.cmd.Process.Pid, grpcAddr, ratelimitDomain)
+				t.Logf("ratelimit %s (pid %d): gRPC on %s, domain %s", ratelimitVersion, p.PID(), grpcAddr, ratelimitDomain)
 				return &rlService{p: p, grpc: grpcAddr, debug: debugAddr}
 			}
 		}
-		if p.exited() || time.Now().After(deadline) {
-			t.Fatalf("the rate limit service did not report healthy on http://%s/healthcheck within 60 s (exited: %v); its output:\n%s", httpAddr, p.exited(), p.lastLines(30))
+		if exited, _ := p.Exited(); exited || time.Now().After(deadline) {
+			t.Fatalf("the rate limit service did not report healthy on http://%s/healthcheck within 60 s (exited: %v); its output:\n%s", httpAddr, exited, p.LastLines(30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -933,78 +933,4 @@ func rlHoldBurst(t *testing.T, c *http.Client, envoys []*rlEnvoy, up *rlHoldUpst
 		e.admission429 += n429
 		e.checkAdmissionLog(t)
 	}
-}
-
-// proc is a process the test started and stops by its PID.
-type rlProc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *rlTail
-	done chan struct{}
-}
-
-func startRlProc(name string, cmd *exec.Cmd) (*rlProc, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &rlProc{name: name, cmd: cmd, out: &rlTail{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s (%s): %w", name, cmd.Path, err)
-	}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *rlProc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM to the process's PID, then SIGKILL after 10 s, and
-// waits for it to end.
-func (p *rlProc) stop() {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *rlProc) lastLines(n int) string { return p.out.last(n) }
-
-// rlTail keeps the last 64 KiB written to it.
-type rlTail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *rlTail) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, b...)
-	if over := len(l.b) - 64<<10; over > 0 {
-		l.b = append(l.b[:0:0], l.b[over:]...)
-	}
-	return len(b), nil
-}
-
-func (l *rlTail) last(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(l.b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

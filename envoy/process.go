@@ -17,13 +17,43 @@ import (
 
 // Process is an Envoy started by Start, stopped by its PID.
 type Process struct {
-	cmd   *exec.Cmd
+	*Proc
 	admin string // http://host:port of the admin interface
+}
+
+// Proc is a process started by StartProc, in a process group of its own,
+// and stopped by its PID, with the last lines of its output kept. An
+// Envoy's Process is one; the tests start the other servers they need
+// (Redis, the rate limit service) as one too.
+type Proc struct {
+	cmd *exec.Cmd
 	// Started is when the process was started.
 	Started time.Time
 	log     *tail
 	done    chan struct{}
 	err     error
+}
+
+// StartProc starts cmd in a process group of its own. Its standard output
+// and error are kept (the last 2000 lines, Log) and, when also is not nil,
+// copied to it. The error is cmd.Start's.
+func StartProc(cmd *exec.Cmd, also io.Writer) (*Proc, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Proc{cmd: cmd, log: &tail{max: 2000}, done: make(chan struct{})}
+	var w io.Writer = p.log
+	if also != nil {
+		w = io.MultiWriter(p.log, also)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	p.Started = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
 }
 
 // Options are how Start runs Envoy.
@@ -59,36 +89,24 @@ func Start(o Options) (*Process, error) {
 	}
 	args := append([]string{"-c", o.Config, "--concurrency", strconv.Itoa(o.Concurrency), "--base-id", strconv.Itoa(o.BaseID),
 		"-l", "warning", "--component-log-level", o.ComponentLogLevels, "--disable-hot-restart"}, o.Args...)
-	cmd := exec.Command(o.Binary, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Process{cmd: cmd, admin: "http://" + o.Admin, log: &tail{max: 2000}, done: make(chan struct{})}
-	var w io.Writer = p.log
-	if o.Log != nil {
-		w = io.MultiWriter(p.log, o.Log)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	p.Started = time.Now()
-	if err := cmd.Start(); err != nil {
+	proc, err := StartProc(exec.Command(o.Binary, args...), o.Log)
+	if err != nil {
 		return nil, fmt.Errorf("envoy: starting %s: %w", o.Binary, err)
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+	return &Process{Proc: proc, admin: "http://" + o.Admin}, nil
 }
 
 // PID is the process's ID.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // AdminURL is the admin interface's base URL.
 func (p *Process) AdminURL() string { return p.admin }
 
-// Log returns the last lines Envoy wrote.
-func (p *Process) Log() string { return p.log.String() }
+// Log returns the last lines the process wrote.
+func (p *Proc) Log() string { return p.log.String() }
 
 // Exited reports whether the process has ended, and its error.
-func (p *Process) Exited() (bool, error) {
+func (p *Proc) Exited() (bool, error) {
 	select {
 	case <-p.done:
 		return true, p.err
@@ -107,7 +125,7 @@ func (p *Process) WaitServing(ctx context.Context, vms int) error {
 	c := &http.Client{Timeout: 2 * time.Second}
 	for {
 		if done, err := p.Exited(); done {
-			return fmt.Errorf("envoy exited (%v) before serving; log:\n%s", err, p.lastLines(30))
+			return fmt.Errorf("envoy exited (%v) before serving; log:\n%s", err, p.LastLines(30))
 		}
 		if ready(c, p.admin+"/ready") {
 			if n, err := p.Stat(c, "wasm.envoy.wasm.runtime.v8.active"); err == nil && n >= vms {
@@ -116,7 +134,7 @@ func (p *Process) WaitServing(ctx context.Context, vms int) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("envoy did not serve with %d VMs within the wait (%w); log:\n%s", vms, ctx.Err(), p.lastLines(30))
+			return fmt.Errorf("envoy did not serve with %d VMs within the wait (%w); log:\n%s", vms, ctx.Err(), p.LastLines(30))
 		case <-p.done:
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -156,7 +174,7 @@ func AdminStat(c *http.Client, adminURL, name string) (int, error) {
 }
 
 // RSS returns the process's resident memory in bytes (/proc/PID/status).
-func (p *Process) RSS() (int64, error) {
+func (p *Proc) RSS() (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
 	if err != nil {
 		return 0, err
@@ -170,9 +188,9 @@ func (p *Process) RSS() (int64, error) {
 	return 0, fmt.Errorf("envoy: no VmRSS in /proc/%d/status", p.PID())
 }
 
-// Stop ends Envoy by its PID (SIGTERM, then SIGKILL after 10 s) and
+// Stop ends the process by its PID (SIGTERM, then SIGKILL after 10 s) and
 // waits for it.
-func (p *Process) Stop() {
+func (p *Proc) Stop() {
 	if done, _ := p.Exited(); done {
 		return
 	}
@@ -185,7 +203,8 @@ func (p *Process) Stop() {
 	}
 }
 
-func (p *Process) lastLines(n int) string {
+// LastLines returns the last n lines the process wrote.
+func (p *Proc) LastLines(n int) string {
 	lines := strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
