@@ -36,11 +36,7 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	listen, err := FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	admin, err := FreeAddr()
+	listen, admin, err := listenAdminAddrs()
 	if err != nil {
 		return nil, err
 	}

@@ -291,3 +291,16 @@ func FreeAddr() (string, error) {
 	addr := ln.Addr().String()
 	return addr, ln.Close()
 }
+
+// listenAdminAddrs returns two loopback addresses, for a server's
+// listener and its admin interface, with ports that were free a moment
+// ago.
+func listenAdminAddrs() (listen, admin string, err error) {
+	if listen, err = FreeAddr(); err != nil {
+		return "", "", err
+	}
+	if admin, err = FreeAddr(); err != nil {
+		return "", "", err
+	}
+	return listen, admin, nil
+}
