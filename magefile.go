@@ -49,6 +49,10 @@ const (
 	// Istio's own fetcher (its own go.mod: Istio's dependencies stay out
 	// of this module's).
 	istioPullDir = "internal/ociimage/istiopull"
+	// versionFile holds the release version, the one source of it: the
+	// images' org.opencontainers.image.version label and the tag of
+	// build/image/wafguard.tar (docs/release.md).
+	versionFile = "VERSION"
 )
 
 // Build compiles the plugin to build/main.wasm when it is missing or older than its sources.
@@ -186,7 +190,8 @@ func Test() error {
 // container daemon, under build/image: an OCI image layout (layout/) with
 // the three formats, the default (compat, the Dockerfile's image) as a
 // tarball for docker load or crane push (wafguard.tar), and image.json
-// with the digests and the module's sha256. It does not build the module.
+// with the digests and the module's sha256. The images are labelled with
+// the version in VERSION and the git commit. It does not build the module.
 func Image() error {
 	wasm, err := ociimage.ReadModule(wasmOut)
 	if err != nil {
@@ -195,9 +200,13 @@ func Image() error {
 	if stale, err := wasmStale(); err == nil && stale {
 		fmt.Printf("image: warning: %s is older than its sources (go run mage.go build rebuilds it)\n", wasmOut)
 	}
+	version, err := readVersion()
+	if err != nil {
+		return err
+	}
 	md := ociimage.Metadata{
 		Revision: gitOut("rev-parse", "HEAD"),
-		Version:  gitOut("describe", "--tags", "--always", "--dirty"),
+		Version:  version,
 		Source:   "https://github.com/wafguard/wafguard",
 	}
 	if ct := gitOut("log", "-1", "--format=%cI"); ct != "" {
@@ -212,8 +221,8 @@ func Image() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("image: %s: sha256 %s (%.1f MB), Coraza %s, CRS %s, revision %s\n",
-		wasmOut, sum.ModuleSHA256, float64(sum.ModuleSize)/1e6, md.Coraza, md.CRS, md.Version)
+	fmt.Printf("image: %s: sha256 %s (%.1f MB), Coraza %s, CRS %s, version %s, revision %s\n",
+		wasmOut, sum.ModuleSHA256, float64(sum.ModuleSize)/1e6, md.Coraza, md.CRS, md.Version, gitOut("rev-parse", "--short", "HEAD"))
 	for _, i := range sum.Images {
 		note := ""
 		switch i.Format {
@@ -277,6 +286,20 @@ push: for a WasmPlugin:
 push: or pinned by digest: url: oci://%s
 `, f, wasmOut, ref, time.Since(start).Round(time.Millisecond), ref, strings.TrimPrefix(d.DigestStr(), "sha256:"), d)
 	return nil
+}
+
+// readVersion returns the release version from versionFile: one line,
+// no spaces, such as 0.1.0 or 0.2.0-dev.
+func readVersion() (string, error) {
+	b, err := os.ReadFile(versionFile)
+	if err != nil {
+		return "", fmt.Errorf("version: %w", err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" || strings.ContainsAny(v, " \t\r\n") {
+		return "", fmt.Errorf("version: %s must hold one version, such as 0.1.0, on one line; it holds %q", versionFile, b)
+	}
+	return v, nil
 }
 
 // gitOut is the trimmed output of a git command, or "" when it fails (no

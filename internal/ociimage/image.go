@@ -103,7 +103,7 @@ const (
 // Metadata describes the build the images are made from.
 type Metadata struct {
 	Revision string    // git commit of the sources
-	Version  string    // release version (git describe)
+	Version  string    // release version (the VERSION file)
 	Created  time.Time // commit time; zero leaves the image undated
 	Source   string    // repository URL
 	Coraza   string    // github.com/corazawaf/coraza/v3 version in the module
