@@ -121,18 +121,18 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 // that rules were left out behind turns out not to: the WAF is then not
 // the rule set's.
 func compilePreselected(cfg coraza.WAFConfig, compiled string, leaveOut bool) (waf coraza.WAF, held bool, err error) {
-	b := preselect.NewBuilder()
+	set := preselect.ReadRuleSet(compiled, rulesFS{})
+	b := preselect.NewBuilder(set)
 	var jumps *preselect.JumpPlan
 	if leaveOut {
-		jumps = preselect.PlanLeavingOut(compiled, rulesFS{})
+		jumps = preselect.PlanLeavingOut(set)
 	} else {
-		jumps = preselect.PlanJumps(compiled, rulesFS{})
+		jumps = preselect.PlanJumps(set)
 	}
 	compiled = jumps.Directives(compiled)
 	b.Jumps(jumps.IDs(), jumps.ScreenedIDs())
-	b.AddText(compiled)
 	mentioned := mentionsResBodyProcessor(compiled)
-	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(recordingFS{b: b, jumps: jumps, mentioned: &mentioned})
+	cfg = experimental.WAFConfigWithRuleObserver(cfg, b.Observe).WithRootFS(plannedFS{jumps: jumps, mentioned: &mentioned})
 	b.Begin()
 	waf, err = coraza.NewWAF(cfg.WithDirectives(compiled))
 	b.End()
@@ -202,12 +202,11 @@ func (w preludeWAF) start(tx types.Transaction) types.Transaction {
 	return tx
 }
 
-// recordingFS is rulesFS with the marker jumps planned into its files,
-// that also hands every file Coraza reads to the preselection builder,
-// which reads the directives in it.
-type recordingFS struct {
+// plannedFS is rulesFS with the marker jumps planned into its files (and
+// the lines of the rules left out blank), that also notes whether a file
+// Coraza reads names RES_BODY_PROCESSOR.
+type plannedFS struct {
 	rulesFS
-	b     *preselect.Builder
 	jumps *preselect.JumpPlan
 	// mentioned is set when a file names RES_BODY_PROCESSOR
 	// (mentionsResBodyProcessor).
@@ -215,7 +214,7 @@ type recordingFS struct {
 }
 
 // ReadFile implements fs.ReadFileFS.
-func (r recordingFS) ReadFile(name string) ([]byte, error) {
+func (r plannedFS) ReadFile(name string) ([]byte, error) {
 	data, ok := r.jumps.ReadFile(name)
 	if !ok {
 		var err error
@@ -223,9 +222,7 @@ func (r recordingFS) ReadFile(name string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	text := string(data)
-	r.b.AddText(text)
-	if mentionsResBodyProcessor(text) {
+	if mentionsResBodyProcessor(string(data)) {
 		*r.mentioned = true
 	}
 	return data, nil

@@ -2,7 +2,6 @@ package preselect
 
 import (
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -28,10 +27,9 @@ func init() {
 // index. Included files are read from the coraza-coreruleset module.
 func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
 	t.Helper()
-	b := NewBuilder()
+	b := NewBuilder(ReadRuleSet(directives, coreruleset.FS))
 	text := directives
-	b.AddText(text)
-	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(recordFS{coreruleset.FS, b}), b.Observe)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(coreruleset.FS), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(text))
 	b.End()
@@ -39,21 +37,6 @@ func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
 		t.Fatal(err)
 	}
 	return waf, b.Finish(waf.(experimental.WAFWithRules).RulesCount())
-}
-
-// recordFS hands every file Coraza reads to the builder, as the filter's
-// own file system does.
-type recordFS struct {
-	fs.FS
-	b *Builder
-}
-
-func (r recordFS) ReadFile(name string) ([]byte, error) {
-	data, err := fs.ReadFile(r.FS, name)
-	if err == nil {
-		r.b.AddText(string(data))
-	}
-	return data, err
 }
 
 // TestIndex_crs checks what the index makes of the CRS: the parser agrees

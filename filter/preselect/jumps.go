@@ -1,13 +1,9 @@
 package preselect
 
 import (
-	"bytes"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/types"
 )
@@ -67,154 +63,17 @@ const maxFree = 5
 // against a minimum of four).
 const minJumpMarkers = 3
 
-// JumpPlan is where the jumps go in a rule set's texts: by file (the name
-// Coraza reads it by; "" for the directives themselves) and line. It also
-// holds the files the planner read, for the compile to read them again
-// without a second copy.
-type JumpPlan struct {
-	lines map[string]map[int]string
-	ids   []int
-	files map[string][]byte
-	// screened are the IDs of the screened jumps among ids
-	// (screenedjumps.go).
-	screened []int
-	// blank are the lines of each file that the rules left out of the
-	// compile take, leftOut their IDs and gates the gates they were left
-	// out behind (leftout.go).
-	blank   map[string]map[int]bool
-	leftOut []int
-	gates   []int
-}
-
-// IDs returns the rule IDs of the planned jumps.
-func (p *JumpPlan) IDs() []int {
-	if p == nil {
-		return nil
-	}
-	return p.ids
-}
-
-// Directives returns the directives with the jumps planned in them.
-func (p *JumpPlan) Directives(text string) string { return p.apply("", text) }
-
-// ReadFile returns, the first time it is asked for name, the file the
-// planner read by that name with the jumps planned in it; ok is false
-// after that, or for a file the planner did not read once: the caller
-// then reads the file as it is.
-func (p *JumpPlan) ReadFile(name string) (data []byte, ok bool) {
-	if p == nil {
-		return nil, false
-	}
-	data, ok = p.files[name]
-	delete(p.files, name)
-	return data, ok
-}
-
-func (p *JumpPlan) apply(name, text string) string {
-	if p == nil || p.lines[name] == nil && p.blank[name] == nil {
-		return text
-	}
-	return string(p.splice(name, []byte(text)))
-}
-
-// splice returns data with each planned line replaced by its jump, and
-// the lines of the rules left out blank; a \r at the end of a replaced
-// line stays, so that CRLF line ends stay.
-func (p *JumpPlan) splice(name string, data []byte) []byte {
-	jumps, blank := p.lines[name], p.blank[name]
-	out := make([]byte, 0, len(data)+len(jumps)*100)
-	for i := 0; len(data) != 0; i++ {
-		line, rest, found := bytes.Cut(data, []byte("\n"))
-		data = rest
-		if blank[i] {
-			if bytes.HasSuffix(line, []byte("\r")) {
-				out = append(out, '\r')
-			}
-		} else if j, ok := jumps[i]; ok {
-			out = append(out, j...)
-			if bytes.HasSuffix(line, []byte("\r")) {
-				out = append(out, '\r')
-			}
-		} else {
-			out = append(out, line...)
-		}
-		if found {
-			out = append(out, '\n')
-		}
-	}
-	return out
-}
-
-// jitem is one thing in the rule set's order, as the planner reads it: a
-// top-level rule, a marker, or a line a jump could take.
-type jitem struct {
-	kind  jkind
-	phase types.RulePhase // jRule
-	mark  string          // jMarker; jRule: the marker of its skipAfter
-	file  string          // jFree, jRule
-	line  int             // jFree: the line's index in its text
-	id    int             // jRule
-	// first and last are, for a jRule, the indexes in its text of the
-	// rule's first line and of its chain's last one; split, that its
-	// chain goes on past an Include, so that its lines are not all in
-	// that text (it is never left out).
-	first, last int
-	split       bool
-	// gate is, for a paranoia-level gate, the level N of
-	//	SecRule TX:DETECTION_PARANOIA_LEVEL "@lt N" "...,skipAfter:MARK"
-	// which jumps to mark below level N.
-	gate int
-	// barrier: jRule, a rule the screen may not be able to judge, which
-	// ends a screened jump's reach (screenedjumps.go); known once
-	// jscan.barrier has read the rule (a gate is none).
-	barrier, known bool
-}
-
-type jkind uint8
-
-const (
-	jRule jkind = iota
-	jMarker
-	jFree
-)
-
-// jscan reads a rule set's texts in Coraza's order (internal/seclang,
-// Parser.parseString and FromFile).
-type jscan struct {
-	fsys  fs.FS
-	items []jitem
-	reads map[string]int
-	data  map[string][]byte // what each file held
-	ids   map[int]bool
-	dupID bool // an ID is given to two rules
-	// directives is the rule set's own text; lineStarts are the offsets
-	// of each line of a text (jscan.rule).
-	directives string
-	lineStarts map[string][]int
-	// lineBuf joins the continued lines of the rule ruleText reads.
-	lineBuf   []byte
-	lastRule  int // the index in items of the last top-level rule
-	chainOpen bool
-	depth     int
-	failed    bool
-	// level is the highest paranoia level a setvar of the rule set
-	// writes as a number (1 when none does, the CRS's default).
-	level int
-}
-
-// PlanJumps reads the directives, and the files they include from fsys,
-// and plans the jumps. It returns nil when there is nothing to gain or the
-// texts cannot be read as Coraza will read them.
-func PlanJumps(directives string, fsys fs.FS) *JumpPlan { return plan(directives, fsys, false) }
+// PlanJumps plans the jumps into the rule set's texts. It returns nil
+// when there is nothing to gain or the texts cannot be read as Coraza
+// will read them.
+func PlanJumps(s *RuleSet) *JumpPlan { return s.plan(false) }
 
 // PlanLeavingOut is PlanJumps that also leaves out of the compile the
 // rules that the paranoia-level gates jump over in every transaction
 // (leftout.go).
-func PlanLeavingOut(directives string, fsys fs.FS) *JumpPlan { return plan(directives, fsys, true) }
+func PlanLeavingOut(s *RuleSet) *JumpPlan { return s.plan(true) }
 
-func plan(directives string, fsys fs.FS, leave bool) *JumpPlan {
-	s := &jscan{fsys: fsys, reads: map[string]int{}, data: map[string][]byte{}, ids: map[int]bool{}, level: 1, directives: directives}
-	s.text(directives, "", "")
+func (s *RuleSet) plan(leave bool) *JumpPlan {
 	if s.failed {
 		return nil
 	}
@@ -248,20 +107,12 @@ func plan(directives string, fsys fs.FS, leave bool) *JumpPlan {
 	}
 	if leave {
 		p.blank = map[string]map[int]bool{}
-		s.leaveOut(p, directives)
+		s.leaveOut(p)
 	}
 	if len(p.ids) == 0 && len(p.leftOut) == 0 {
 		return nil
 	}
-	p.files = map[string][]byte{}
-	for f, data := range s.data {
-		if s.reads[f] == 1 {
-			if p.lines[f] != nil || p.blank[f] != nil {
-				data = p.splice(f, data)
-			}
-			p.files[f] = data
-		}
-	}
+	p.rewrite(s)
 	return p
 }
 
@@ -272,7 +123,7 @@ func plan(directives string, fsys fs.FS, leave bool) *JumpPlan {
 // only places the jumps; checkJumps decides on the prelude Snapshot made.
 // A free line among the rules an always-jumping gate passes over is gone
 // too: the prelude would remove the jump put there with them.
-func (s *jscan) prelude(phase types.RulePhase) []bool {
+func (s *RuleSet) prelude(phase types.RulePhase) []bool {
 	gone := make([]bool, len(s.items))
 	for k := 0; k < len(s.items); k++ {
 		g := s.items[k]
@@ -301,7 +152,7 @@ func (s *jscan) prelude(phase types.RulePhase) []bool {
 // minJumpMarkers or more markers follow, to the last marker. It returns
 // the items the jump covers (from its line to its marker), -1 when it
 // plans none.
-func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.RulePhase, a, b int) (from, to int) {
+func (s *RuleSet) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.RulePhase, a, b int) (from, to int) {
 	last := -1
 	for k := b - 1; k >= a; k-- {
 		if s.items[k].kind == jMarker {
@@ -336,241 +187,12 @@ func (s *jscan) place(p *JumpPlan, used map[int]bool, gone []bool, phase types.R
 	return -1, -1
 }
 
-// add plans the jump rule text (with the next jump ID) on the free line
-// it, and returns its ID.
-func (p *JumpPlan) add(it jitem, text string) int {
-	id := jumpBase + len(p.ids)
-	p.ids = append(p.ids, id)
-	if p.lines[it.file] == nil {
-		p.lines[it.file] = map[int]string{}
-	}
-	p.lines[it.file][it.line] = text
-	return id
-}
-
 // plainMark reports whether a marker's name can be written as a skipAfter
 // value without quoting.
 func plainMark(m string) bool {
 	return m != "" && !strings.ContainsAny(m, ",'\" \t\\`")
 }
 
-// text reads one text the way Coraza's parser does (eachLine). A blank or
-// comment line outside a directive is free for a jump; of a run of them,
-// the planner keeps maxFree.
-func (s *jscan) text(data, file, dir string) {
-	free, last := 0, -2
-	eachLineAt(data, func(l string, first, last int) bool {
-		s.directive(l, file, dir, first, last)
-		return !s.failed
-	}, func(i int) {
-		if i != last+1 {
-			free = 0
-		}
-		last = i
-		// A line between a chain's rules is not free: a rule put there
-		// would join the chain.
-		if free < maxFree && !s.chainOpen {
-			s.items = append(s.items, jitem{kind: jFree, file: file, line: i})
-			free++
-		}
-	})
-}
-
-// directive reads one directive of file, on its lines first to last: an
-// Include is read in place, a rule or marker becomes an item.
-func (s *jscan) directive(l, file, dir string, first, last int) {
-	name, opts, _ := strings.Cut(l, " ")
-	if len(opts) >= 3 && opts[0] == '"' && opts[len(opts)-1] == '"' {
-		opts = strings.Trim(opts, `"`)
-	}
-	var it jitem
-	var actions string
-	switch {
-	case strings.EqualFold(name, "include"):
-		if s.chainOpen {
-			s.items[s.lastRule].split = true
-		}
-		s.include(strings.Clone(opts), dir)
-		return
-	case strings.EqualFold(name, "secmarker"):
-		s.chainOpen = false
-		s.items = append(s.items, jitem{kind: jMarker, mark: strings.Clone(opts)})
-		return
-	case strings.EqualFold(name, "secrule"):
-		vars, op, acts, ok := splitSecRule(l)
-		if !ok {
-			s.failed = true
-			return
-		}
-		child := s.chainOpen
-		s.chainOpen = false
-		eachAction(acts, func(name, _ string) {
-			if strings.EqualFold(name, "chain") {
-				s.chainOpen = true
-			}
-		})
-		if child {
-			s.chained(file, last)
-			return
-		}
-		actions = acts
-		if level, ok := strings.CutPrefix(op, "@lt "); ok && strings.EqualFold(vars, "TX:DETECTION_PARANOIA_LEVEL") {
-			if n, err := strconv.Atoi(strings.TrimSpace(level)); err == nil && n > 0 {
-				it.gate = n
-			}
-		}
-	case strings.EqualFold(name, "secaction"):
-		if s.chainOpen {
-			// Coraza appends it to the open chain.
-			s.chainOpen = false
-			s.chained(file, last)
-			return
-		}
-		actions = opts
-	default:
-		return
-	}
-	it.kind, it.phase = jRule, types.PhaseRequestBody
-	it.file, it.first, it.last = file, first, last
-	eachAction(actions, func(name, value string) {
-		switch {
-		case strings.EqualFold(name, "phase"):
-			ph, err := types.ParseRulePhase(strings.Trim(value, `'"`))
-			if err != nil {
-				s.failed = true
-			}
-			it.phase = ph
-		case strings.EqualFold(name, "id"):
-			if n, err := strconv.Atoi(strings.Trim(value, `'"`)); err == nil {
-				if s.ids[n] {
-					s.dupID = true
-				}
-				s.ids[n] = true
-				it.id = n
-			}
-		case strings.EqualFold(name, "skipafter"):
-			it.mark = strings.Clone(strings.Trim(value, `'"`))
-		case strings.EqualFold(name, "setvar"):
-			k, v, _ := strings.Cut(strings.Trim(value, `'"`), "=")
-			if !strings.EqualFold(k, "tx.detection_paranoia_level") && !strings.EqualFold(k, "tx.blocking_paranoia_level") {
-				break
-			}
-			if n, err := strconv.Atoi(v); err == nil && n > s.level {
-				s.level = n
-			}
-		}
-	})
-	if it.mark == "" {
-		it.gate = 0
-	}
-	it.known = it.gate != 0
-	s.lastRule = len(s.items)
-	s.items = append(s.items, it)
-}
-
-// chained adds a chained rule of file, ending on line last, to the last
-// top-level rule.
-func (s *jscan) chained(file string, last int) {
-	r := &s.items[s.lastRule]
-	if r.file != file {
-		r.split = true
-	}
-	r.last = last
-}
-
-// barrier reports whether the rule items[k] is a barrier, reading it the
-// first time it is asked (most rules never are: those of the phases a
-// screened jump does not reach, those the prelude removes).
-func (s *jscan) barrier(k int) bool {
-	it := &s.items[k]
-	if !it.known {
-		s.ruleText(*it, func(d string) {
-			// The parsed rule shares the scan's line buffer: it is
-			// judged here, during the call, and not kept.
-			it.barrier = !screenable(parseRule(d))
-		})
-		it.known = true
-	}
-	return it.barrier
-}
-
-// ruleText calls fn with the text of the rule it (without its chain),
-// valid only during the call.
-func (s *jscan) ruleText(it jitem, fn func(string)) {
-	data := s.directives
-	if it.file != "" {
-		b := s.data[it.file]
-		data = unsafe.String(unsafe.SliceData(b), len(b))
-	}
-	starts := s.lineStarts[it.file]
-	if starts == nil {
-		starts = []int{0}
-		for i := 0; i < len(data); i++ {
-			if data[i] == '\n' {
-				starts = append(starts, i+1)
-			}
-		}
-		if s.lineStarts == nil {
-			s.lineStarts = map[string][]int{}
-		}
-		s.lineStarts[it.file] = starts
-	}
-	eachLineIn(&s.lineBuf, data[starts[it.first]:], func(d string, _, _ int) bool {
-		fn(d)
-		return false
-	}, nil)
-}
-
-// include reads an Included file, or each file a pattern matches, as
-// Coraza's Parser.FromFile does.
-func (s *jscan) include(path, dir string) {
-	s.depth++
-	defer func() { s.depth-- }()
-	if s.depth > 100 {
-		s.failed = true
-		return
-	}
-	var files []string
-	glob := strings.Contains(path, "*")
-	if glob {
-		var err error
-		if files, err = fs.Glob(s.fsys, path); err != nil {
-			s.failed = true
-			return
-		}
-	} else {
-		files = []string{path}
-	}
-	for _, f := range files {
-		f = strings.TrimSpace(f)
-		if !glob && !strings.HasPrefix(f, "/") {
-			f = filepath.Join(dir, f)
-		}
-		data, err := fs.ReadFile(s.fsys, f)
-		if err != nil {
-			s.failed = true
-			return
-		}
-		s.reads[f]++
-		s.data[f] = data
-		// data is this scan's own copy and is never written, so the
-		// text can share it.
-		s.text(unsafe.String(unsafe.SliceData(data), len(data)), f, filepath.Dir(f))
-		if s.failed {
-			return
-		}
-	}
-}
-
-// checkJumps finds the planned jumps (ids) among the compiled rules and
-// returns those that would change what the rule set decides: a jump must
-// land on a marker of its name, pass over nothing but markers and rules
-// of other phases, and lie outside every skip of its phase. With a
-// SecDefaultAction that adds actions to every rule, or a ctl that may
-// remove markers, no jump holds.
-//
-// removed are the rules every transaction goes without (the prelude's):
-// a jump may pass over them too.
 func checkJumps(rules []jrule, facts directiveFacts, ids []int, removed map[int]bool) (off []int) {
 	planned := map[int]bool{}
 	for _, id := range ids {

@@ -18,7 +18,6 @@ import (
 // jumpFS is recordFS with the planned jumps in its files.
 type jumpFS struct {
 	fs.FS
-	b    *Builder
 	plan *JumpPlan
 }
 
@@ -30,7 +29,6 @@ func (r jumpFS) ReadFile(name string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	r.b.AddText(string(data))
 	return data, nil
 }
 
@@ -40,7 +38,7 @@ func compileJumps(t testing.TB, fsys fs.FS, directives string, plan bool) (coraz
 	t.Helper()
 	var p *JumpPlan
 	if plan {
-		p = PlanJumps(directives, fsys)
+		p = planJumps(directives, fsys)
 	}
 	return compileMarkers(t, fsys, directives, p, true)
 }
@@ -77,12 +75,11 @@ func compileMarkers(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, ke
 // Snapshot said.
 func compileSnapshot(t testing.TB, fsys fs.FS, directives string, p *JumpPlan, keep bool) (coraza.WAF, *Index, error) {
 	t.Helper()
-	b := NewBuilder()
+	b := NewBuilder(ReadRuleSet(directives, fsys))
 	b.keepMarkers = keep
 	directives = p.Directives(directives)
 	b.Jumps(p.IDs(), p.ScreenedIDs())
-	b.AddText(directives)
-	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(jumpFS{fsys, b, p}), b.Observe)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(jumpFS{fsys, p}), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
 	b.End()
@@ -127,7 +124,7 @@ const jumpDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\n" +
 	`SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"` + "\nInclude req.conf\nInclude resp.conf"
 
 func TestPlanJumps(t *testing.T) {
-	p := PlanJumps(jumpDirectives, jumpFiles)
+	p := planJumps(jumpDirectives, jumpFiles)
 	if p == nil {
 		t.Fatal("no jumps planned")
 	}
@@ -286,7 +283,7 @@ func TestPlanJumps_none(t *testing.T) {
 		"a marker name that needs quotes": {fstest.MapFS{"r.conf": {Data: []byte("#\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker \"D E\"\n")}}, "Include r.conf"},
 		"a file that cannot be read":      {fstest.MapFS{}, "Include r.conf"},
 	} {
-		if p := PlanJumps(c.directives, c.fsys); p != nil {
+		if p := planJumps(c.directives, c.fsys); p != nil {
 			t.Errorf("%s: planned %v", name, p.lines)
 		}
 	}
@@ -313,9 +310,8 @@ func TestCheckJumps(t *testing.T) {
 		"a default with a ctl":         {"SecDefaultAction \"phase:3,pass,log,ctl:ruleEngine=Off\"\n" + jump(3, "B") + "\nSecMarker B", false},
 		"a ctl that removes markers":   {"SecRule ARGS \"@rx x\" \"id:1,phase:2,pass,ctl:ruleRemoveById=0-10\"\n" + jump(3, "B") + "\nSecMarker B", false},
 	} {
-		b := NewBuilder()
+		b := NewBuilder(ReadRuleSet(c.rules, nil))
 		b.Jumps([]int{jumpBase}, nil)
-		b.AddText(c.rules)
 		cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig(), b.Observe)
 		b.Begin()
 		waf, err := coraza.NewWAF(cfg.WithDirectives(c.rules))
@@ -366,7 +362,7 @@ func TestCheckJumps(t *testing.T) {
 // free lines left in front of the attack files of phases 1 and 2.
 func TestJumps_crs(t *testing.T) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-	p := PlanJumps(directives, coreruleset.FS)
+	p := planJumps(directives, coreruleset.FS)
 	if p == nil {
 		t.Fatal("no jumps planned for the CRS")
 	}
@@ -438,7 +434,7 @@ func BenchmarkPlanJumps_crs(b *testing.B) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
 	b.ReportAllocs()
 	for b.Loop() {
-		if PlanJumps(directives, coreruleset.FS) == nil {
+		if planJumps(directives, coreruleset.FS) == nil {
 			b.Fatal("no jumps")
 		}
 	}
@@ -449,7 +445,7 @@ func BenchmarkPlanJumps_crs(b *testing.B) {
 // the most jumps.
 func TestPlanJumps_limits(t *testing.T) {
 	plan := func(text string) *JumpPlan {
-		return PlanJumps("Include r.conf", fstest.MapFS{"r.conf": {Data: []byte(text)}})
+		return planJumps("Include r.conf", fstest.MapFS{"r.conf": {Data: []byte(text)}})
 	}
 	markers := func(n int, prefix string) string {
 		var b strings.Builder
@@ -514,7 +510,7 @@ SecRule ARGS "@contains beta" "id:20,phase:2,pass,log"
 SecRule ARGS "@contains gamma" "id:21,phase:2,pass,log"
 `)}}
 	directives := "SecRuleEngine On\nInclude r.conf"
-	if p := PlanJumps(directives, fsys); p == nil || !strings.Contains(p.lines["r.conf"][2], "phase:2,") {
+	if p := planJumps(directives, fsys); p == nil || !strings.Contains(p.lines["r.conf"][2], "phase:2,") {
 		t.Fatalf("plan %v: want a jump of phase 2 on line 3", p)
 	}
 	with, ix := compileJumps(t, fsys, directives, true)
@@ -546,4 +542,15 @@ SecRule ARGS "@contains gamma" "id:21,phase:2,pass,log"
 	if !slices.Equal(matched, []int{20}) {
 		t.Errorf("matched %v, want [20]", matched)
 	}
+}
+
+// planJumps reads the rule set and plans its jumps.
+func planJumps(directives string, fsys fs.FS) *JumpPlan {
+	return PlanJumps(ReadRuleSet(directives, fsys))
+}
+
+// planLeavingOut reads the rule set and plans its jumps and the rules
+// left out.
+func planLeavingOut(directives string, fsys fs.FS) *JumpPlan {
+	return PlanLeavingOut(ReadRuleSet(directives, fsys))
 }

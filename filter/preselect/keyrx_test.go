@@ -212,9 +212,8 @@ func compileLogged(t *testing.T, directives string, preselect bool, log *bytes.B
 		}
 		return waf
 	}
-	b := NewBuilder()
-	b.AddText(directives)
-	cfg = experimental.WAFConfigWithRuleObserver(cfg.WithRootFS(recordFS{coreruleset.FS, b}), b.Observe)
+	b := NewBuilder(ReadRuleSet(directives, coreruleset.FS))
+	cfg = experimental.WAFConfigWithRuleObserver(cfg.WithRootFS(coreruleset.FS), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
 	b.End()

@@ -3,7 +3,6 @@ package preselect
 import (
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/corazawaf/coraza/v3/types"
 )
@@ -27,7 +26,7 @@ import (
 // marker in between but the gate's own, where
 //
 //   - the gate's level is above the highest paranoia level a setvar of
-//     the rule set writes (the planner's guess of the prelude, jscan.prelude);
+//     the rule set writes (the planner's guess of the prelude, RuleSet.prelude);
 //   - the gate and the rule are in the same file, one the compile reads
 //     once and not the directives themselves: the files come from the
 //     plugin's embedded rule sets, whose every rule compiles (a rule set
@@ -54,18 +53,13 @@ import (
 // and a SecRuleRemoveById, ByTag or ByMsg, or a ctl that removes rules,
 // finds fewer to remove.
 
-// leaveOut plans, into p, the rules the texts s read may go without (see
-// above). directives is the rule set's own text.
-func (s *jscan) leaveOut(p *JumpPlan, directives string) {
+// leaveOut plans, into p, the rules the rule set may go without (see
+// above).
+func (s *RuleSet) leaveOut(p *JumpPlan) {
 	if s.dupID {
 		return
 	}
-	texts := []string{directives}
-	for _, data := range s.data {
-		// The scan's own copy, never written.
-		texts = append(texts, unsafe.String(unsafe.SliceData(data), len(data)))
-	}
-	facts := scanDirectives(texts)
+	facts := s.facts
 	if facts.updateAll || facts.runtime.any || !s.openingLikely(facts) {
 		return
 	}
@@ -134,7 +128,7 @@ func (s *jscan) leaveOut(p *JumpPlan, directives string) {
 // whose first rules of phase 1 include another kind (one that may deny,
 // put before the CRS) has none, and the compile leaves nothing out rather
 // than compile the rule set a second time.
-func (s *jscan) openingLikely(facts directiveFacts) bool {
+func (s *RuleSet) openingLikely(facts directiveFacts) bool {
 	for _, it := range s.items {
 		if it.kind != jRule || it.phase != types.PhaseRequestHeaders {
 			continue
@@ -152,23 +146,6 @@ func (s *jscan) openingLikely(facts directiveFacts) bool {
 		}
 	}
 	return false
-}
-
-// tags returns the tags of the rule it.
-func (s *jscan) tags(it jitem) []string {
-	var tags []string
-	s.ruleText(it, func(d string) {
-		_, _, actions, ok := splitSecRule(d)
-		if !ok {
-			actions, _ = secActionText(d)
-		}
-		eachAction(actions, func(name, value string) {
-			if strings.EqualFold(name, "tag") {
-				tags = append(tags, strings.Clone(strings.Trim(value, `'"`)))
-			}
-		})
-	})
-	return tags
 }
 
 // LeftOut returns the IDs of the rules the plan leaves out of the compile,

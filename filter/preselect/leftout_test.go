@@ -46,7 +46,7 @@ func gatedFS(files ...string) fstest.MapFS {
 }
 
 func TestPlanLeavingOut(t *testing.T) {
-	p := PlanLeavingOut(gatedDirectives("1"), gatedFS())
+	p := planLeavingOut(gatedDirectives("1"), gatedFS())
 	// Behind the level 2 gates: rule 110 and the level 3 gate of phase 1,
 	// rule 111, the level 3 gate of phase 2 and rule 120.
 	if got, want := p.LeftOut(), []int{103, 104, 110, 111, 120}; !slices.Equal(got, want) {
@@ -70,7 +70,7 @@ func TestPlanLeavingOut(t *testing.T) {
 		}
 	}
 	// PlanJumps leaves every rule in.
-	if p := PlanJumps(gatedDirectives("1"), gatedFS()); p.LeftOut() != nil {
+	if p := planJumps(gatedDirectives("1"), gatedFS()); p.LeftOut() != nil {
 		t.Errorf("PlanJumps leaves out %v", p.LeftOut())
 	}
 }
@@ -81,7 +81,7 @@ func TestPlanLeavingOut(t *testing.T) {
 func TestPlanLeavingOut_chains(t *testing.T) {
 	file := strings.Replace(gatedFile, `"id:110,phase:1,deny,status:403,log,msg:'pl2 uri',tag:'crs'"`,
 		`"id:110,phase:1,deny,status:403,log,msg:'pl2 uri',tag:'crs',chain"`+"\n"+`    SecAction "setvar:tx.x=1"`, 1)
-	p := PlanLeavingOut(gatedDirectives("1"), fstest.MapFS{"sqli.conf": {Data: []byte(file)}})
+	p := planLeavingOut(gatedDirectives("1"), fstest.MapFS{"sqli.conf": {Data: []byte(file)}})
 	if got, want := p.LeftOut(), []int{103, 104, 110, 111, 120}; !slices.Equal(got, want) {
 		t.Errorf("with a SecAction in a chain: left out %v, want %v", got, want)
 	}
@@ -92,7 +92,7 @@ func TestPlanLeavingOut_chains(t *testing.T) {
 
 	file = strings.Replace(gatedFile, `    SecRule ARGS "@contains from" "setvar:tx.score=+1"`, "Include from.conf", 1)
 	fsys := fstest.MapFS{"sqli.conf": {Data: []byte(file)}, "from.conf": {Data: []byte(`SecRule ARGS "@contains from" "setvar:tx.score=+1"`)}}
-	p = PlanLeavingOut(gatedDirectives("1"), fsys)
+	p = planLeavingOut(gatedDirectives("1"), fsys)
 	if got, want := p.LeftOut(), []int{103, 104, 110, 120}; !slices.Equal(got, want) {
 		t.Errorf("with a chain going on past an Include: left out %v, want %v", got, want)
 	}
@@ -143,7 +143,7 @@ func TestPlanLeavingOut_kept(t *testing.T) {
 			if fsys == nil {
 				fsys = fstest.MapFS{}
 			}
-			if got := PlanLeavingOut(c.directives, fsys).LeftOut(); !slices.Equal(got, c.want) {
+			if got := planLeavingOut(c.directives, fsys).LeftOut(); !slices.Equal(got, c.want) {
 				t.Errorf("left out %v, want %v", got, c.want)
 			}
 		})
@@ -156,7 +156,7 @@ func TestPlanLeavingOut_kept(t *testing.T) {
 // rules and TX.
 func TestLeftOut_sameDecisions(t *testing.T) {
 	fsys := gatedFS()
-	p := PlanLeavingOut(gatedDirectives("1"), fsys)
+	p := planLeavingOut(gatedDirectives("1"), fsys)
 	with, ix := compilePlanned(t, fsys, gatedDirectives("1"), p)
 	without, plain := compilePlanned(t, fsys, gatedDirectives("1"), nil)
 	if !ix.AlwaysJumps(p.Gates()) {
@@ -178,7 +178,7 @@ func TestLeftOut_sameDecisions(t *testing.T) {
 	// AlwaysJumps says so (the filter then compiles every rule).
 	d := strings.Replace(gatedDirectives("%{tx.level}"), `SecAction "id:1`,
 		`SecAction "id:2,phase:1,pass,nolog,setvar:tx.level=2"`+"\n"+`SecAction "id:1`, 1)
-	p = PlanLeavingOut(d, fsys)
+	p = planLeavingOut(d, fsys)
 	if len(p.LeftOut()) == 0 {
 		t.Fatal("nothing left out with an unread level")
 	}
@@ -200,7 +200,7 @@ func TestLeftOut_crs(t *testing.T) {
 			directives := "Include @coraza.conf-recommended\nSecRuleEngine On\n" +
 				`SecAction "id:900000,phase:1,pass,nolog,setvar:tx.blocking_paranoia_level=` + level + `"` +
 				"\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-			p := PlanLeavingOut(directives, coreruleset.FS)
+			p := planLeavingOut(directives, coreruleset.FS)
 			out := p.LeftOut()
 			if level == "4" {
 				if len(out) != 0 {
@@ -209,7 +209,7 @@ func TestLeftOut_crs(t *testing.T) {
 				return
 			}
 			with, ix := compilePlanned(t, coreruleset.FS, directives, p)
-			_, plain := compilePlanned(t, coreruleset.FS, directives, PlanJumps(directives, coreruleset.FS))
+			_, plain := compilePlanned(t, coreruleset.FS, directives, planJumps(directives, coreruleset.FS))
 			if !ix.AlwaysJumps(p.Gates()) {
 				t.Fatalf("the gates %v do not all jump", p.Gates())
 			}

@@ -3,9 +3,10 @@ package preselect
 import (
 	"strings"
 
-	"github.com/wafguard/wafguard/filter/fastpath"
 	"testing"
 	"unsafe"
+
+	"github.com/wafguard/wafguard/filter/fastpath"
 )
 
 // madeTrie is root → urldecodeuni → removewhitespace, and root →

@@ -57,7 +57,7 @@ var markerRequests = []string{
 // matched rule, the interruption and TX are the same. Each request leaves
 // the markers in the state its last rules leave them in.
 func TestMarkers_sameDecisions(t *testing.T) {
-	plan := PlanJumps(markerDirectives, markerFiles)
+	plan := planJumps(markerDirectives, markerFiles)
 	if plan == nil || len(plan.IDs()) == 0 {
 		t.Fatal("no jumps planned: the test needs some to remove")
 	}
@@ -89,7 +89,7 @@ func TestMarkers_sameDecisions(t *testing.T) {
 // from the start, shown by a rule with skipAfter that matches, hidden
 // again by the next rule without one.
 func TestMarkers_shown(t *testing.T) {
-	waf, ix := compileMarkers(t, markerFiles, markerDirectives, PlanJumps(markerDirectives, markerFiles), false)
+	waf, ix := compileMarkers(t, markerFiles, markerDirectives, planJumps(markerDirectives, markerFiles), false)
 	state := func(tx types.Transaction) string {
 		r := tx.(txCalls).GetRuleRemoveByIDRanges()
 		switch {
@@ -142,12 +142,12 @@ func TestMarkers_kept(t *testing.T) {
 		"no prelude (a rule reads MATCHED_VAR)":                 `SecRule MATCHED_VAR "@streq x" "id:70,phase:5,pass,nolog"`,
 	} {
 		fsys := fstest.MapFS{"m.conf": {Data: []byte(base + extra + "\n")}}
-		_, ix := compileMarkers(t, fsys, markerDirectives, PlanJumps(markerDirectives, fsys), false)
+		_, ix := compileMarkers(t, fsys, markerDirectives, planJumps(markerDirectives, fsys), false)
 		if ix.hideMarkers {
 			t.Errorf("%s: the markers are hidden", name)
 		}
 	}
-	_, ix := compileMarkers(t, markerFiles, markerDirectives, PlanJumps(markerDirectives, markerFiles), true)
+	_, ix := compileMarkers(t, markerFiles, markerDirectives, planJumps(markerDirectives, markerFiles), true)
 	if ix.hideMarkers {
 		t.Error("keepMarkers: the markers are hidden")
 	}
@@ -156,14 +156,13 @@ func TestMarkers_kept(t *testing.T) {
 // TestMarkers_starters checks which operators count as a rule's own: the
 // one of a rule right after a chain is that rule's, not the chain's.
 func TestMarkers_starters(t *testing.T) {
-	b := NewBuilder()
 	text := `SecAction "id:1,phase:1,pass,nolog,setvar:tx.x=1"
 SecRule ARGS "@rx a" "id:2,phase:1,pass,nolog,chain"
 	SecRule ARGS "@rx b" "t:none"
 SecRule ARGS "@rx c" "id:3,phase:1,pass,nolog,skipAfter:E"
 SecRule ARGS "@rx d" "id:4,phase:1,pass,nolog"
 SecMarker E`
-	b.AddText(text)
+	b := NewBuilder(ReadRuleSet(text, nil))
 	b.Begin()
 	waf, err := coraza.NewWAF(experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig(), b.Observe).WithDirectives(text))
 	b.End()

@@ -295,3 +295,43 @@ func idList(s string) (ids [][2]int, ok bool) {
 	}
 	return ids, true
 }
+
+// parsedRule is a rule text as this package reads it: a SecRule
+// (secRule set, ruleText filled) or a SecAction (secAction set, its
+// actions only).
+type parsedRule struct {
+	ruleText
+	secRule, secAction bool
+}
+
+// parseRule reads a SecRule or SecAction text; anything else has no
+// actions.
+func parseRule(raw string) parsedRule {
+	if rt, ok := parseSecRule(raw); ok {
+		return parsedRule{ruleText: rt, secRule: true}
+	}
+	a, ok := secActionText(raw)
+	if !ok {
+		return parsedRule{}
+	}
+	return parsedRule{ruleText: ruleText{actions: parseActions(a)}, secAction: true}
+}
+
+// secActionText returns the actions of a SecAction text, unquoted; ok is
+// false for any other directive.
+func secActionText(raw string) (actions string, ok bool) {
+	dir, a, _ := strings.Cut(strings.TrimSpace(raw), " ")
+	if !strings.EqualFold(dir, "secaction") {
+		return "", false
+	}
+	return strings.Trim(strings.TrimSpace(a), `"`), true
+}
+
+func hasAction(acts []action, name string) bool {
+	for _, a := range acts {
+		if a.name == name {
+			return true
+		}
+	}
+	return false
+}

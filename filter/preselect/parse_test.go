@@ -3,6 +3,7 @@ package preselect
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -77,7 +78,7 @@ func TestIDList(t *testing.T) {
 }
 
 func TestScanDirectives(t *testing.T) {
-	f := scanDirectives([]string{
+	f := readFacts([]string{
 		`SecDefaultAction "phase:2,log,auditlog,pass"`,
 		"SecRuleUpdateTargetById 941100 \"!REQUEST_COOKIES:/^_ga/\"\nSecRuleUpdateTargetById 942100 \"ARGS:x\"",
 		"SecRuleUpdateActionById 930100 \"t:none,t:lowercase\"\nSecRuleRemoveById 920100 920200-920210",
@@ -92,7 +93,7 @@ func TestScanDirectives(t *testing.T) {
 	if !inRanges(920205, f.removedIDs) || len(f.removedTags) != 1 || f.removedTags[0] != "attack-xss" {
 		t.Errorf("removed %v %v", f.removedIDs, f.removedTags)
 	}
-	f = scanDirectives([]string{
+	f = readFacts([]string{
 		"SecDefaultAction \"phase:1,pass,\\\nt:lowercase\"",
 		`SecRuleUpdateTargetByTag attack-sqli "ARGS:x"`,
 		`SecRule ARGS "@rx x" "id:1,ctl:ruleRemoveByTag=OWASP_CRS,CTL:ruleRemoveById=920100-920200"`,
@@ -125,4 +126,9 @@ func TestScanDirectives(t *testing.T) {
 			t.Errorf("mayRemoveKeeping(%+v) = %v", c.r, got)
 		}
 	}
+}
+
+// readFacts reads the texts as one rule set and returns its facts.
+func readFacts(texts []string) directiveFacts {
+	return ReadRuleSet(strings.Join(texts, "\n"), nil).facts
 }

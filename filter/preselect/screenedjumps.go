@@ -79,7 +79,7 @@ func screenable(p parsedRule) bool {
 // after each marker that no jump of the phase covers (taken), reaching to
 // the last marker before the first barrier, over minJumpMarkers markers or
 // more and some rule of the phase.
-func (s *jscan) placeScreened(p *JumpPlan, used map[int]bool, gone, taken []bool, phase types.RulePhase) {
+func (s *RuleSet) placeScreened(p *JumpPlan, used map[int]bool, gone, taken []bool, phase types.RulePhase) {
 	afterMarker := true
 	for k := 0; k < len(s.items) && len(p.ids) < maxJumps; k++ {
 		it := s.items[k]

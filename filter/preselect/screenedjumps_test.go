@@ -64,7 +64,7 @@ const screenedDirectives = "SecRuleEngine On\nSecRequestBodyAccess On\n" +
 // follow before the first barrier (rule 500, with a ctl): a.conf's, b.conf's
 // and c.conf's reach END-D2; d.conf's would pass two markers only.
 func TestPlanScreened(t *testing.T) {
-	p := PlanJumps(screenedDirectives, screenedFiles)
+	p := planJumps(screenedDirectives, screenedFiles)
 	if p == nil {
 		t.Fatal("no jumps planned")
 	}
@@ -91,7 +91,7 @@ func TestPlanScreened(t *testing.T) {
 // free: a rule there would join the chain.
 func TestPlanJumps_notInChain(t *testing.T) {
 	fsys := fstest.MapFS{"r.conf": {Data: []byte("#\nSecRule ARGS \"@rx x\" \"id:1,phase:2,pass,chain\"\n#\n    SecRule ARGS \"@rx y\" \"\"\nSecMarker A\nSecMarker B\nSecMarker C\nSecMarker D\n")}}
-	p := PlanJumps("Include r.conf", fsys)
+	p := planJumps("Include r.conf", fsys)
 	if p == nil {
 		t.Fatal("no jumps planned")
 	}
@@ -155,7 +155,7 @@ func jumpTaken(waf coraza.WAF, ix *Index, uri string, id int) bool {
 // REQUEST-931 to REQUEST-944's end; every one of them holds.
 func TestScreenedJumps_crs(t *testing.T) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-	p := PlanJumps(directives, coreruleset.FS)
+	p := planJumps(directives, coreruleset.FS)
 	want := map[string]string{
 		"@owasp_crs/REQUEST-921-PROTOCOL-ATTACK.conf":        "phase:1,pass,nolog,noauditlog,skipAfter:END-REQUEST-934-APPLICATION-ATTACK-GENERIC",
 		"@owasp_crs/REQUEST-931-APPLICATION-ATTACK-RFI.conf": "phase:2,pass,nolog,noauditlog,skipAfter:END-REQUEST-944-APPLICATION-ATTACK-JAVA",

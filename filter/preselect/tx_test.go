@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/types"
@@ -195,7 +196,8 @@ SecRule ARGS "@rx o" \
 SecRule ARGS "@rx y" "id:7,phase:1,pass,chain"
 Include other.conf
 `}
-	w := chainWrites(texts, nil)
+	set := ReadRuleSet(texts[0], fstest.MapFS{"other.conf": {Data: []byte("\n")}})
+	w := set.chainWrites(nil)
 	// The rules read already give the same answer.
 	known := map[string]*parsedRule{}
 	eachLine(texts[0], func(l string) bool {
@@ -203,7 +205,7 @@ Include other.conf
 		known[strings.Clone(l)] = &p
 		return true
 	}, nil)
-	if !reflect.DeepEqual(chainWrites(texts, known), w) {
+	if !reflect.DeepEqual(set.chainWrites(known), w) {
 		t.Error("with the rules read already, chainWrites answers otherwise")
 	}
 	touches := func(raw, key string) bool {
