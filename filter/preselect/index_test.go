@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
@@ -108,6 +109,42 @@ SecRuleUpdateTargetById 15 "!ARGS:y"
 	want := []int{1, 4, 5, 6, 7, 8, 12, 13, 15}
 	if !slices.Equal(got, want) {
 		t.Errorf("screened %v, want %v (always evaluated: %v)", got, want, ix.Skipped)
+	}
+}
+
+// TestIndex_unreadRuleSet: a rule set the reader cannot follow as Coraza
+// does (here an Include it has no file system for, which Coraza reads
+// from its own) has no jumps and screens none of its rules, and says why.
+func TestIndex_unreadRuleSet(t *testing.T) {
+	rules := "SecRuleEngine On\nInclude r.conf\n"
+	fsys := fstest.MapFS{"r.conf": {Data: []byte(`SecRule ARGS "@rx b" "id:2,phase:2,pass"
+SecRule ARGS "@rx c" "id:3,phase:2,pass"
+`)}}
+	set := ReadRuleSet(rules, nil)
+	if !set.Failed() || PlanJumps(set) != nil || PlanLeavingOut(set) != nil {
+		t.Fatalf("failed %v: the reader followed an Include without a file system", set.Failed())
+	}
+	b := NewBuilder(set)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(fsys), b.Observe)
+	b.Begin()
+	waf, err := coraza.NewWAF(cfg.WithDirectives(rules))
+	b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := b.Finish(waf.(experimental.WAFWithRules).RulesCount())
+	if got := ix.Droppable(types.PhaseRequestBody); len(got) != 0 {
+		t.Errorf("screened %v, want none", got)
+	}
+	for _, id := range []int{2, 3} {
+		if got, ok := ix.Reason(id); !ok || got != reasonConfigWhole {
+			t.Errorf("rule %d: reason %q (%v), want %q", id, got, ok, reasonConfigWhole)
+		}
+	}
+	// Read with its file system, the same rule set screens both.
+	_, ix = compilePlanned(t, fsys, rules, nil)
+	if got := ix.Droppable(types.PhaseRequestBody); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("read in full: screened %v, want [2 3]", got)
 	}
 }
 
