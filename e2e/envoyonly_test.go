@@ -189,8 +189,12 @@ func TestEnvoy_workers(t *testing.T) {
 				}
 				first = append(first, a.took)
 			}
-			t.Logf("Envoy %s, --concurrency %d: serving with %d VMs after %s; RSS %d MiB; first request per worker %v",
-				e.Version, workers, workers+1, e.Serving.Round(time.Millisecond), rss>>20, first)
+			vms, err := envoy.AdminStat(&http.Client{Timeout: 5 * time.Second}, e.AdminURL(), "wasm.envoy.wasm.runtime.v8.active")
+			if err != nil {
+				t.Errorf("VMs active: %v", err)
+			}
+			t.Logf("Envoy %s, --concurrency %d: serving with %d VMs active after %s; RSS %d MiB; first request per worker %v",
+				e.Version, workers, vms, e.Serving.Round(time.Millisecond), rss>>20, first)
 
 			codes, retryAfter := map[int]int{}, 0
 			for _, a := range together(t, tries, func(i int) string { return fmt.Sprintf("http://%s/slow/%d", capAddr, i) }) {
