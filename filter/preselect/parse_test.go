@@ -132,3 +132,14 @@ func TestScanDirectives(t *testing.T) {
 func readFacts(texts []string) directiveFacts {
 	return ReadRuleSet(strings.Join(texts, "\n"), nil).facts
 }
+
+// TestReadRuleSet_continuedFacts: what a directive continued over lines
+// says outlives the line buffer that joined it (in the poison build the
+// buffer is overwritten as soon as the next directive is read).
+func TestReadRuleSet_continuedFacts(t *testing.T) {
+	f := ReadRuleSet("SecRuleRemoveByTag \\\n  attack-xss\nSecRuleRemoveByTag \\\n  attack-sqli\n"+
+		"SecRule ARGS \"@rx zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\" \\\n  \"id:1,phase:2,pass\"\n", nil).facts
+	if !slices.Equal(f.removedTags, []string{"attack-xss", "attack-sqli"}) {
+		t.Errorf("removed tags %q, want [attack-xss attack-sqli]", f.removedTags)
+	}
+}

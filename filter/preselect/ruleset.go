@@ -693,7 +693,8 @@ func (s *RuleSet) fact(name, l string) {
 			f.removedIDs = append(f.removedIDs, ids...)
 		}
 	case "secruleremovebytag":
-		f.removedTags = append(f.removedTags, strings.Trim(args, `"'`))
+		// args may be in the line buffer of a continued directive.
+		f.removedTags = append(f.removedTags, strings.Clone(strings.Trim(args, `"'`)))
 	}
 }
 
