@@ -34,8 +34,15 @@ const (
 	wasmOut = "build/main.wasm"
 	// buildTags: no_fs_access keeps Coraza off the WASI file calls, which
 	// Envoy does not serve; memoize_builders caches compiled regexes and
-	// Aho-Corasick matchers across WAFs of one VM.
-	buildTags = "no_fs_access,memoize_builders"
+	// Aho-Corasick matchers across WAFs of one VM; tinygo selects Coraza's
+	// build for WebAssembly, which leaves out what a proxy-wasm VM cannot
+	// use (audit log writers to files, sockets and HTTPS, the OCSF format
+	// with its protobuf code, the @rbl, @inspectFile and @validateSchema
+	// operators, which the filter refuses: filter/unavailable.go), about
+	// half the module's code and so half of V8's compile at Envoy's start.
+	// In the other modules the tag only drops the proxy-wasm SDK's exports
+	// for its test emulator.
+	buildTags = "no_fs_access,memoize_builders,tinygo"
 	// testTags: native tests run in the poison build (internal/scratch):
 	// every region of a reused buffer given up is overwritten at once, so
 	// a string still lent from it reads bytes no request holds. The .wasm

@@ -4,7 +4,7 @@
 //
 // Build it with:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm .
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders,tinygo -o build/main.wasm .
 //
 // or `go run mage.go build`.
 package main

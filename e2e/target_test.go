@@ -25,7 +25,7 @@ const (
 )
 
 // buildCommand builds the plugin; skip messages quote it.
-const buildCommand = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm . (or: go run mage.go build)"
+const buildCommand = "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders,tinygo -o build/main.wasm . (or: go run mage.go build)"
 
 // readyTimeout bounds the wait for the proxy to answer.
 const readyTimeout = 60 * time.Second

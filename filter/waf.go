@@ -87,6 +87,9 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	if waf, ok := wafCache[key]; ok {
 		return waf, nil
 	}
+	if err := unavailableDirective(directives); err != nil {
+		return nil, err
+	}
 	compiled := directives
 	if fix := inMemoryLimitDirective(directives); fix != "" {
 		compiled += "\n" + fix

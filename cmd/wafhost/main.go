@@ -148,7 +148,7 @@ func run(args []string) error {
 
 	wasm, err := os.ReadFile(*wasmPath)
 	if err != nil {
-		return fmt.Errorf("--wasm: %w (build it with: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders -o build/main.wasm .)", err)
+		return fmt.Errorf("--wasm: %w (build it with: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags no_fs_access,memoize_builders,tinygo -o build/main.wasm .)", err)
 	}
 	ctx := context.Background()
 	fmt.Fprintf(os.Stderr, "wafhost: compiling %s (%.1f MB) for Envoy %s ...\n", *wasmPath, float64(len(wasm))/1e6, ver)
