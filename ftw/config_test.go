@@ -103,3 +103,17 @@ func TestShard_partition(t *testing.T) {
 		}
 	}
 }
+
+// TestNewConfig_markerRetries: a target's marker retries reach go-ftw;
+// none leaves go-ftw's default.
+func TestNewConfig_markerRetries(t *testing.T) {
+	for retries, want := range map[uint]uint{0: 20, envoyMarkerRetries: envoyMarkerRetries} {
+		cfg, err := newConfig(Target{Host: "127.0.0.1", Port: 1, MarkerRetries: retries}, "ftw.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.MaxMarkerRetries != want {
+			t.Errorf("MarkerRetries %d: go-ftw retries %d, want %d", retries, cfg.MaxMarkerRetries, want)
+		}
+	}
+}

@@ -36,6 +36,12 @@ type EnvoyOptions struct {
 	Workers int
 }
 
+// envoyMarkerRetries is the marker requests go-ftw may send before it
+// gives up finding one in Envoy's log: each is a round trip of about a
+// millisecond, so this waits up to about half a second on an idle
+// machine, and longer on a loaded one, where the log lags more.
+const envoyMarkerRetries = 500
+
 // EnvoyHost is a real Envoy serving the plugin, started by StartEnvoy in
 // front of the built-in echo upstream.
 type EnvoyHost struct {
@@ -83,7 +89,9 @@ func StartEnvoy(ctx context.Context, o EnvoyOptions) (*EnvoyHost, error) {
 	}
 	host, port, _ := net.SplitHostPort(e.Envoy.Listen)
 	p, _ := strconv.Atoi(port)
-	e.Target = Target{Host: host, Port: p, LogFile: o.LogFile}
+	// Envoy's log is copied from its pipe into the file: under load it
+	// may reach the file some hundred milliseconds after the answer.
+	e.Target = Target{Host: host, Port: p, LogFile: o.LogFile, MarkerRetries: envoyMarkerRetries}
 	return e, nil
 }
 

@@ -59,6 +59,11 @@ type Target struct {
 	Port int
 	// LogFile is the file the proxy writes matched rules to.
 	LogFile string
+	// MarkerRetries is how many marker requests go-ftw sends before it
+	// gives up finding one in LogFile (0: go-ftw's default, 20). A log
+	// that reaches the file through a pipe, as Envoy's does, may lag
+	// behind the answer on a loaded machine by more than 20 requests.
+	MarkerRetries uint
 }
 
 // TargetFromURL returns the target for a base URL such as
@@ -257,6 +262,9 @@ func newConfig(t Target, overridesFile string) (*config.FTWConfiguration, error)
 	}
 	cfg.LogFile = t.LogFile
 	cfg.LogMarkerHeaderName = MarkerHeader
+	if t.MarkerRetries != 0 {
+		cfg.WithMaxMarkerRetries(t.MarkerRetries)
+	}
 	cfg.TestOverride.Overrides.DestAddr = &t.Host
 	cfg.TestOverride.Overrides.Port = &t.Port
 	return cfg, nil
