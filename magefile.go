@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -547,7 +548,9 @@ func SoakEnvoy() error {
 // host (cmd/wafhost) with config/default.json.
 func Run() error {
 	mg.Deps(Build)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Interrupted (Ctrl-C) or terminated, it stops what it started: Envoy
+	// runs in its own process group and would outlive it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("RUN_HOST") != "wazero" {
 		if _, v, err := envoy.Binary(); err == nil {
@@ -605,7 +608,7 @@ func runEnvoy(ctx context.Context, v envoy.Version) error {
 	up := &http.Server{Handler: wasmhost.ServeUpstream(wasmhost.EchoUpstream{}, 16<<20), ReadHeaderTimeout: 10 * time.Second}
 	go up.Serve(ln)
 	defer up.Close()
-	fmt.Printf("run: starting Envoy %s with envoy/envoy.yaml and 2 workers (V8 compiles the module first: up to a minute)\n", v)
+	fmt.Printf("run: starting Envoy %s with envoy/envoy.yaml and 2 workers (V8 compiles the module first: 10-20 s)\n", v)
 	e, err := envoy.Launch(ctx, envoy.Setup{
 		Bootstrap: "envoy/envoy.yaml", Module: wasmOut, Upstream: ln.Addr().String(),
 		Listen: "127.0.0.1:8080", Admin: "127.0.0.1:8082", Workers: 2, Log: os.Stderr,

@@ -239,7 +239,7 @@ func runEnvoy(ctx context.Context, o options, config []byte, ro ftw.Options) (*f
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "ftw: starting Envoy with %s and %d workers (V8 compiles the module first: up to a minute)\n", o.bootstrap, max(o.vms, 1))
+	fmt.Fprintf(os.Stderr, "ftw: starting Envoy with %s and %d workers (V8 compiles the module first: 10-20 s)\n", o.bootstrap, max(o.vms, 1))
 	e, err := ftw.StartEnvoy(ctx, ftw.EnvoyOptions{
 		Wasm: o.wasm, Config: config, Bootstrap: o.bootstrap,
 		LogFile: filepath.Join(dir, "envoy.log"), Workers: o.vms,
