@@ -472,25 +472,32 @@ type ruleChain struct {
 // chainWrites returns, by the text of each top-level rule (what the rule
 // observer sees as RuleMetadata.Raw), what that rule and its chained
 // rules may write in TX, and the texts of its chained rules. Two rules
-// with the same text share one entry, the union of both. known holds
-// rules parsed already, by their text (nil: none): a text found there is
-// not parsed again. The entries are new: the rule set stays as read.
+// with the same text share one entry, the union of both. known holds the
+// rules to answer for, parsed already, by their text: the compiled ones
+// (not those left out of the compile, which no one asks about); nil
+// answers for every rule read, parsing each. The entries are new: the
+// rule set stays as read.
 func (s *RuleSet) chainWrites(known map[string]*parsedRule) map[string]*ruleChain {
-	out := make(map[string]*ruleChain, len(s.chains))
-	for raw, e := range s.chains {
-		c := &ruleChain{links: e.links, shared: e.shared}
-		c.any = e.any
-		var p parsedRule
-		if k := known[raw]; k != nil {
-			p = *k
-		} else {
-			p = parseRule(raw)
-		}
+	entry := func(e *ruleChain, p parsedRule) *ruleChain {
+		c := &ruleChain{links: e.links, shared: e.shared, txWrites: txWrites{any: e.any}}
 		c.add(writesOf(p))
 		for _, l := range e.links {
 			c.add(writesOf(parseRule(l)))
 		}
-		out[raw] = c
+		return c
+	}
+	if known == nil {
+		out := make(map[string]*ruleChain, len(s.chains))
+		for raw, e := range s.chains {
+			out[raw] = entry(e, parseRule(raw))
+		}
+		return out
+	}
+	out := make(map[string]*ruleChain, len(known))
+	for raw, p := range known {
+		if e := s.chains[raw]; e != nil {
+			out[raw] = entry(e, *p)
+		}
 	}
 	return out
 }
