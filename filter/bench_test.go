@@ -98,6 +98,17 @@ func wafFor(tb testing.TB, config string) coraza.WAF {
 	return sets["rules"].waf
 }
 
+// discardMatchLines drops, for the rest of tb, the match lines that
+// compileWAF's WAFs write to the proxy log: the emulator keeps every line it
+// is given, each with the request's URI, and a test comparing large requests
+// under the CRS would keep gigabytes of them. Such tests read the matches
+// from Coraza's transaction instead.
+func discardMatchLines(tb testing.TB) {
+	write := writeMatchLine
+	writeMatchLine = func(string) {}
+	tb.Cleanup(func() { writeMatchLine = write })
+}
+
 // quietLogs silences the emulator, which prints every proxy log line.
 func quietLogs(tb testing.TB) {
 	out := log.Writer()
