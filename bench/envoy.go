@@ -2,15 +2,18 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wafguard/wafguard/envoy"
 )
@@ -63,8 +66,13 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	if err := envoy.Localize(b, l); err != nil {
 		return nil, err
 	}
-	if s.ID == IDEnvoyPass {
+	switch s.ID {
+	case IDEnvoyPass:
 		if _, err := envoy.EditPlugins(b, func(pc *wasmv3.PluginConfig) error { return envoy.SetConfiguration(pc, "{}") }); err != nil {
+			return nil, err
+		}
+	case IDEnvoyBase:
+		if _, err := envoy.EditPlugins(b, withoutCRS); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +117,50 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	return &Running{Proc: p, URL: "http://" + listen}, nil
 }
 
+// withoutCRS keeps the shipped plugin configuration and drops from each of
+// its rule sets the lines that include the CRS (its setup and its rules),
+// so that Coraza's recommended settings, the engine mode and the body limits
+// stay as shipped. It fails when no line was dropped: the row would then
+// measure the CRS after all.
+func withoutCRS(pc *wasmv3.PluginConfig) error {
+	var sv wrapperspb.StringValue
+	if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
+		return fmt.Errorf("%s: the shipped plugin configuration is not a string: %w", IDEnvoyBase, err)
+	}
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(sv.GetValue()), &cfg); err != nil {
+		return fmt.Errorf("%s: the shipped plugin configuration: %w", IDEnvoyBase, err)
+	}
+	var sets map[string][]string
+	if err := json.Unmarshal(cfg["directives_map"], &sets); err != nil {
+		return fmt.Errorf("%s: the shipped directives_map: %w", IDEnvoyBase, err)
+	}
+	dropped := 0
+	for name, lines := range sets {
+		kept := lines[:0]
+		for _, l := range lines {
+			if strings.HasPrefix(l, "Include @crs-setup-conf") || strings.HasPrefix(l, "Include @owasp_crs/") {
+				dropped++
+				continue
+			}
+			kept = append(kept, l)
+		}
+		sets[name] = kept
+	}
+	if dropped == 0 {
+		return fmt.Errorf("%s: no rule set of %s includes the CRS", IDEnvoyBase, ShippedBootstrap)
+	}
+	js, err := json.Marshal(sets)
+	if err != nil {
+		return err
+	}
+	cfg["directives_map"] = js
+	if js, err = json.Marshal(cfg); err != nil {
+		return err
+	}
+	return envoy.SetConfiguration(pc, string(js))
+}
+
 // envoyBaseID is a --base-id for the row id, distinct from the other
 // rows' and from other benches' running at once.
 func envoyBaseID(id string) int {
@@ -118,6 +170,8 @@ func envoyBaseID(id string) int {
 		n++
 	case IDEnvoy:
 		n += 2
+	case IDEnvoyBase:
+		n += 3
 	}
 	return n
 }

@@ -85,6 +85,7 @@ const (
 	IDWasmPassV8  = "wasm-pass-v8"
 	IDEnvoyCRS    = "envoy-crs"
 	IDEnvoyPass   = "envoy-pass"
+	IDEnvoyBase   = "envoy-base"
 	IDEnvoy       = "envoy"
 )
 
@@ -98,6 +99,7 @@ func Servers(capInflight, capVMs int) []*Server {
 		{ID: IDWasmCRS, Name: "Go host (wazero) + main.wasm, CRS blocking, admission off, 1 VM", Path: "host -> upstream", WAF: true, start: startWafhost},
 		{ID: IDWasmPass, Name: "Go host (wazero) + pass-through plugin, 1 VM", Path: "host -> upstream", start: startWafhost},
 		{ID: IDEnvoyCRS, Name: "Envoy 1.40.0 (official, V8) 1 worker + main.wasm, envoy/envoy.yaml as shipped (CRS blocking, admission cap 256, memory guard)", Path: "Envoy -> upstream", WAF: true, start: startEnvoy},
+		{ID: IDEnvoyBase, Name: "as envoy-crs with Coraza's recommended settings in blocking mode and no CRS rule: what a Coraza transaction costs in Envoy", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDEnvoyPass, Name: "as envoy-crs with the pass-through plugin: the cost of a wasm filter in Envoy", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDEnvoy, Name: "as envoy-crs without the wasm filter: Envoy's own cost", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDCoraza, Name: "native Coraza v3.8.1 (coraza/v3/http middleware, net/http, GOMAXPROCS=1)", Path: "httputil.ReverseProxy -> upstream", WAF: true, start: startCoraza},
