@@ -75,6 +75,10 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 		if _, err := envoy.EditPlugins(b, withoutCRS); err != nil {
 			return nil, err
 		}
+	case IDEnvoyHold:
+		if _, err := envoy.EditPlugins(b, withHold); err != nil {
+			return nil, err
+		}
 	}
 	js, err := envoy.JSON(b)
 	if err != nil {
@@ -117,48 +121,74 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	return &Running{Proc: p, URL: "http://" + listen}, nil
 }
 
+// editShipped decodes the plugin configuration of pc (a JSON object in a
+// StringValue, as shipped), lets edit change its keys, and sets it back.
+// id names the row in errors.
+func editShipped(pc *wasmv3.PluginConfig, id string, edit func(cfg map[string]json.RawMessage) error) error {
+	var sv wrapperspb.StringValue
+	if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
+		return fmt.Errorf("%s: the shipped plugin configuration is not a string: %w", id, err)
+	}
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(sv.GetValue()), &cfg); err != nil {
+		return fmt.Errorf("%s: the shipped plugin configuration: %w", id, err)
+	}
+	if err := edit(cfg); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return envoy.SetConfiguration(pc, string(js))
+}
+
 // withoutCRS keeps the shipped plugin configuration and drops from each of
 // its rule sets the lines that include the CRS (its setup and its rules),
 // so that Coraza's recommended settings, the engine mode and the body limits
 // stay as shipped. It fails when no line was dropped: the row would then
 // measure the CRS after all.
 func withoutCRS(pc *wasmv3.PluginConfig) error {
-	var sv wrapperspb.StringValue
-	if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
-		return fmt.Errorf("%s: the shipped plugin configuration is not a string: %w", IDEnvoyBase, err)
-	}
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(sv.GetValue()), &cfg); err != nil {
-		return fmt.Errorf("%s: the shipped plugin configuration: %w", IDEnvoyBase, err)
-	}
-	var sets map[string][]string
-	if err := json.Unmarshal(cfg["directives_map"], &sets); err != nil {
-		return fmt.Errorf("%s: the shipped directives_map: %w", IDEnvoyBase, err)
-	}
-	dropped := 0
-	for name, lines := range sets {
-		kept := lines[:0]
-		for _, l := range lines {
-			if strings.HasPrefix(l, "Include @crs-setup-conf") || strings.HasPrefix(l, "Include @owasp_crs/") {
-				dropped++
-				continue
-			}
-			kept = append(kept, l)
+	return editShipped(pc, IDEnvoyBase, func(cfg map[string]json.RawMessage) error {
+		var sets map[string][]string
+		if err := json.Unmarshal(cfg["directives_map"], &sets); err != nil {
+			return fmt.Errorf("the shipped directives_map: %w", err)
 		}
-		sets[name] = kept
+		dropped := 0
+		for name, lines := range sets {
+			kept := lines[:0]
+			for _, l := range lines {
+				if strings.HasPrefix(l, "Include @crs-setup-conf") || strings.HasPrefix(l, "Include @owasp_crs/") {
+					dropped++
+					continue
+				}
+				kept = append(kept, l)
+			}
+			sets[name] = kept
+		}
+		if dropped == 0 {
+			return fmt.Errorf("no rule set of %s includes the CRS", ShippedBootstrap)
+		}
+		js, err := json.Marshal(sets)
+		if err != nil {
+			return err
+		}
+		cfg["directives_map"] = js
+		return nil
+	})
+}
+
+// withHold turns hold_headers_until_inspected on in the shipped plugin
+// configuration. The mode needs allow_on_headers_stop_iteration, which the
+// shipped bootstrap sets: withHold fails when it is off.
+func withHold(pc *wasmv3.PluginConfig) error {
+	if !pc.GetAllowOnHeadersStopIteration().GetValue() {
+		return fmt.Errorf("%s: %s does not set allow_on_headers_stop_iteration, which the hold mode needs", IDEnvoyHold, ShippedBootstrap)
 	}
-	if dropped == 0 {
-		return fmt.Errorf("%s: no rule set of %s includes the CRS", IDEnvoyBase, ShippedBootstrap)
-	}
-	js, err := json.Marshal(sets)
-	if err != nil {
-		return err
-	}
-	cfg["directives_map"] = js
-	if js, err = json.Marshal(cfg); err != nil {
-		return err
-	}
-	return envoy.SetConfiguration(pc, string(js))
+	return editShipped(pc, IDEnvoyHold, func(cfg map[string]json.RawMessage) error {
+		cfg["hold_headers_until_inspected"] = json.RawMessage("true")
+		return nil
+	})
 }
 
 // envoyBaseID is a --base-id for the row id, distinct from the other
@@ -172,6 +202,8 @@ func envoyBaseID(id string) int {
 		n += 2
 	case IDEnvoyBase:
 		n += 3
+	case IDEnvoyHold:
+		n += 4
 	}
 	return n
 }

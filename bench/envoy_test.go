@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
@@ -46,6 +47,32 @@ func shippedPluginConfigs(t *testing.T, edit func(pc *wasmv3.PluginConfig) error
 	return out
 }
 
+// sameOtherKeys checks that got has the keys of want, but for the one
+// edited, each with the same JSON value.
+func sameOtherKeys(t *testing.T, got, want map[string]json.RawMessage, edited string) {
+	t.Helper()
+	for k, v := range want {
+		if k == edited {
+			continue
+		}
+		var g, w bytes.Buffer
+		if err := json.Compact(&g, got[k]); err != nil {
+			t.Fatalf("key %s: %v", k, err)
+		}
+		if err := json.Compact(&w, v); err != nil {
+			t.Fatal(err)
+		}
+		if g.String() != w.String() {
+			t.Errorf("key %s: got %s, want %s", k, &g, &w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok && k != edited {
+			t.Errorf("key %s added", k)
+		}
+	}
+}
+
 // TestWithoutCRS: the envoy-base row keeps every key and every line of the
 // shipped configuration except the lines that include the CRS.
 func TestWithoutCRS(t *testing.T) {
@@ -79,24 +106,7 @@ func TestWithoutCRS(t *testing.T) {
 		if len(after) != len(before) {
 			t.Errorf("rule sets: got %d, want %d", len(after), len(before))
 		}
-		for k, v := range shipped[i] {
-			if k == "directives_map" {
-				continue
-			}
-			var got, want bytes.Buffer
-			if err := json.Compact(&got, cfg[k]); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Compact(&want, v); err != nil {
-				t.Fatal(err)
-			}
-			if got.String() != want.String() {
-				t.Errorf("key %s: got %s, want %s", k, &got, &want)
-			}
-		}
-		if len(cfg) != len(shipped[i]) {
-			t.Errorf("keys: got %d, want %d", len(cfg), len(shipped[i]))
-		}
+		sameOtherKeys(t, cfg, shipped[i], "directives_map")
 	}
 }
 
@@ -109,5 +119,26 @@ func TestWithoutCRS_noCRS(t *testing.T) {
 	}
 	if err := withoutCRS(pc); err == nil {
 		t.Fatal("no error for a rule set without the CRS")
+	}
+}
+
+// TestWithHold: the envoy-hold row is the shipped configuration with
+// hold_headers_until_inspected on, and nothing else changed; without
+// allow_on_headers_stop_iteration it is refused.
+func TestWithHold(t *testing.T) {
+	shipped := shippedPluginConfigs(t, func(*wasmv3.PluginConfig) error { return nil })
+	edited := shippedPluginConfigs(t, withHold)
+	for i, cfg := range edited {
+		if string(cfg["hold_headers_until_inspected"]) != "true" {
+			t.Errorf("hold_headers_until_inspected: got %s, want true", cfg["hold_headers_until_inspected"])
+		}
+		sameOtherKeys(t, cfg, shipped[i], "hold_headers_until_inspected")
+	}
+	pc := &wasmv3.PluginConfig{}
+	if err := envoy.SetConfiguration(pc, `{}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := withHold(pc); err == nil || !strings.Contains(err.Error(), "allow_on_headers_stop_iteration") {
+		t.Errorf("without allow_on_headers_stop_iteration: got %v, want an error naming it", err)
 	}
 }

@@ -86,6 +86,7 @@ const (
 	IDEnvoyCRS    = "envoy-crs"
 	IDEnvoyPass   = "envoy-pass"
 	IDEnvoyBase   = "envoy-base"
+	IDEnvoyHold   = "envoy-hold"
 	IDEnvoy       = "envoy"
 )
 
@@ -99,6 +100,7 @@ func Servers(capInflight, capVMs int) []*Server {
 		{ID: IDWasmCRS, Name: "Go host (wazero) + main.wasm, CRS blocking, admission off, 1 VM", Path: "host -> upstream", WAF: true, start: startWafhost},
 		{ID: IDWasmPass, Name: "Go host (wazero) + pass-through plugin, 1 VM", Path: "host -> upstream", start: startWafhost},
 		{ID: IDEnvoyCRS, Name: "Envoy 1.40.0 (official, V8) 1 worker + main.wasm, envoy/envoy.yaml as shipped (CRS blocking, admission cap 256, memory guard)", Path: "Envoy -> upstream", WAF: true, start: startEnvoy},
+		{ID: IDEnvoyHold, Name: "as envoy-crs with hold_headers_until_inspected on: what holding the headers of inspected requests and responses costs", Path: "Envoy -> upstream", WAF: true, start: startEnvoy},
 		{ID: IDEnvoyBase, Name: "as envoy-crs with Coraza's recommended settings in blocking mode and no CRS rule: what a Coraza transaction costs in Envoy", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDEnvoyPass, Name: "as envoy-crs with the pass-through plugin: the cost of a wasm filter in Envoy", Path: "Envoy -> upstream", start: startEnvoy},
 		{ID: IDEnvoy, Name: "as envoy-crs without the wasm filter: Envoy's own cost", Path: "Envoy -> upstream", start: startEnvoy},

@@ -111,7 +111,7 @@ type options struct {
 
 func run() int {
 	var o options
-	all := []string{bench.IDEnvoyCRS, bench.IDEnvoyBase, bench.IDEnvoyPass, bench.IDEnvoy, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx,
+	all := []string{bench.IDEnvoyCRS, bench.IDEnvoyHold, bench.IDEnvoyBase, bench.IDEnvoyPass, bench.IDEnvoy, bench.IDCoraza, bench.IDNginxModSec, bench.IDNginx,
 		bench.IDWasmCRS, bench.IDWasmPass, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDWasmPassV8}
 	flag.StringVar(&o.servers, "servers", strings.Join(all, ","), "comma-separated servers to run, in this order: "+strings.Join(all, ", "))
 	flag.DurationVar(&o.closed, "closed", 20*time.Second, "closed-loop (saturation) run per server")
@@ -234,7 +234,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	// Build what the Go host servers need before pinning: the builds use
 	// both CPUs.
 	buildErrs := map[string]error{}
-	mainRows := []string{bench.IDWasmCRS, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDEnvoyCRS, bench.IDEnvoyBase}
+	mainRows := []string{bench.IDWasmCRS, bench.IDWasmCRSCap, bench.IDWasmCRS128, bench.IDWasmCRSV8, bench.IDEnvoyCRS, bench.IDEnvoyHold, bench.IDEnvoyBase}
 	passRows := []string{bench.IDWasmPass, bench.IDWasmPassV8, bench.IDEnvoyPass}
 	if slices.ContainsFunc(selected, func(s string) bool { return strings.HasPrefix(s, "wasm-") }) {
 		if hostErr := buildHost(ctx, o, env); hostErr != nil {
