@@ -247,7 +247,10 @@ type diffSet struct {
 // transaction on such values, one per (content, placement): a level, a
 // size under 512 KB and a count turn by turn, so that each is covered.
 // PRESELECT_LARGE_CONTENTS=<regexp> compares only the contents whose name
-// it matches (to split or resume the full run).
+// it matches (to split or resume the full run); PRESELECT_LARGE_SHARD=i/n
+// compares only every n-th request from the i-th on (0 <= i < n), to
+// spread one content over n processes: the values are made for every
+// request either way, so the n shards compare the same requests as one run.
 func TestPreselection_largeValues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large values: not with -short")
@@ -266,6 +269,8 @@ func TestPreselection_largeValues(t *testing.T) {
 	st := newDiffStats()
 	pair := 0
 	only := os.Getenv("PRESELECT_LARGE_CONTENTS")
+	shard, shards := largeShard(t)
+	made := 0
 	for _, c := range largeContents {
 		if only != "" && !regexp.MustCompile(only).MatchString(c.name) {
 			continue
@@ -277,6 +282,10 @@ func TestPreselection_largeValues(t *testing.T) {
 					vs := make([]string, count)
 					for i := range vs {
 						vs[i] = c.make(size/count, rng)
+					}
+					made++
+					if (made-1)%shards != shard {
+						continue
 					}
 					r := exchangeRequest(fmt.Sprintf("%s/%s/%dK/x%d", c.name, pl.name, size>>10, count), pl.make(vs...))
 					for _, c := range customs {
@@ -301,7 +310,20 @@ func TestPreselection_largeValues(t *testing.T) {
 	}
 	st.log(t)
 	st.check(t)
-	if want := len(largeContents) * len(largePlacements) * (2*len(largeSizes) + 1); only == "" && st.requests < want {
+	if want := len(largeContents) * len(largePlacements) * (2*len(largeSizes) + 1); only == "" && shards == 1 && st.requests < want {
 		t.Fatalf("compared %d requests, want at least %d", st.requests, want)
 	}
+}
+
+// largeShard reads PRESELECT_LARGE_SHARD ("i/n"): shard i of n, or 0 of 1
+// when it is unset.
+func largeShard(t *testing.T) (shard, shards int) {
+	v := os.Getenv("PRESELECT_LARGE_SHARD")
+	if v == "" {
+		return 0, 1
+	}
+	if _, err := fmt.Sscanf(v, "%d/%d", &shard, &shards); err != nil || shards < 1 || shard < 0 || shard >= shards {
+		t.Fatalf("PRESELECT_LARGE_SHARD=%q: want i/n with 0 <= i < n, e.g. 0/2", v)
+	}
+	return shard, shards
 }
