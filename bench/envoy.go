@@ -121,17 +121,26 @@ func startEnvoy(ctx context.Context, s *Server, env *Env) (*Running, error) {
 	return &Running{Proc: p, URL: "http://" + listen}, nil
 }
 
-// editShipped decodes the plugin configuration of pc (a JSON object in a
-// StringValue, as shipped), lets edit change its keys, and sets it back.
-// id names the row in errors.
-func editShipped(pc *wasmv3.PluginConfig, id string, edit func(cfg map[string]json.RawMessage) error) error {
+// pluginConfigKeys decodes the plugin configuration of pc, a JSON object
+// in a StringValue as envoy/envoy.yaml ships it, into its keys.
+func pluginConfigKeys(pc *wasmv3.PluginConfig) (map[string]json.RawMessage, error) {
 	var sv wrapperspb.StringValue
 	if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
-		return fmt.Errorf("%s: the shipped plugin configuration is not a string: %w", id, err)
+		return nil, fmt.Errorf("the plugin configuration is not a string: %w", err)
 	}
 	var cfg map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(sv.GetValue()), &cfg); err != nil {
-		return fmt.Errorf("%s: the shipped plugin configuration: %w", id, err)
+		return nil, fmt.Errorf("the plugin configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// editShipped decodes the plugin configuration of pc (pluginConfigKeys),
+// lets edit change its keys, and sets it back. id names the row in errors.
+func editShipped(pc *wasmv3.PluginConfig, id string, edit func(cfg map[string]json.RawMessage) error) error {
+	cfg, err := pluginConfigKeys(pc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", id, err)
 	}
 	if err := edit(cfg); err != nil {
 		return fmt.Errorf("%s: %w", id, err)

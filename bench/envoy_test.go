@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wafguard/wafguard/envoy"
 )
@@ -27,12 +26,8 @@ func shippedPluginConfigs(t *testing.T, edit func(pc *wasmv3.PluginConfig) error
 		if err := edit(pc); err != nil {
 			return err
 		}
-		var sv wrapperspb.StringValue
-		if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
-			return err
-		}
-		var cfg map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(sv.GetValue()), &cfg); err != nil {
+		cfg, err := pluginConfigKeys(pc)
+		if err != nil {
 			return err
 		}
 		out = append(out, cfg)

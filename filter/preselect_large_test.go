@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -283,8 +284,9 @@ func TestPreselection_largeValues(t *testing.T) {
 					for i := range vs {
 						vs[i] = c.make(size/count, rng)
 					}
+					k := made
 					made++
-					if (made-1)%shards != shard {
+					if k%shards != shard {
 						continue
 					}
 					r := exchangeRequest(fmt.Sprintf("%s/%s/%dK/x%d", c.name, pl.name, size>>10, count), pl.make(vs...))
@@ -315,15 +317,45 @@ func TestPreselection_largeValues(t *testing.T) {
 	}
 }
 
-// largeShard reads PRESELECT_LARGE_SHARD ("i/n"): shard i of n, or 0 of 1
-// when it is unset.
+// largeShard reads PRESELECT_LARGE_SHARD (parseShard): shard 0 of 1 when
+// it is unset.
 func largeShard(t *testing.T) (shard, shards int) {
 	v := os.Getenv("PRESELECT_LARGE_SHARD")
 	if v == "" {
 		return 0, 1
 	}
-	if _, err := fmt.Sscanf(v, "%d/%d", &shard, &shards); err != nil || shards < 1 || shard < 0 || shard >= shards {
-		t.Fatalf("PRESELECT_LARGE_SHARD=%q: want i/n with 0 <= i < n, e.g. 0/2", v)
+	shard, shards, err := parseShard(v)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return shard, shards
+}
+
+// parseShard reads "i/n": shard i of n, with 0 <= i < n.
+func parseShard(v string) (shard, shards int, err error) {
+	is, ns, ok := strings.Cut(v, "/")
+	shard, err1 := strconv.Atoi(is)
+	shards, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || shards < 1 || shard < 0 || shard >= shards {
+		return 0, 0, fmt.Errorf("PRESELECT_LARGE_SHARD=%q: want i/n with 0 <= i < n, e.g. 0/2", v)
+	}
+	return shard, shards, nil
+}
+
+// TestParseShard: every shard from 0 to n-1 is taken, n and past it, a
+// negative shard, n < 1 and text that is not i/n are refused.
+func TestParseShard(t *testing.T) {
+	for _, v := range []string{"0/1", "0/2", "1/2", "47/48"} {
+		if _, _, err := parseShard(v); err != nil {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+	if i, n, _ := parseShard("7/48"); i != 7 || n != 48 {
+		t.Errorf(`"7/48": got %d/%d`, i, n)
+	}
+	for _, v := range []string{"2/2", "3/2", "-1/2", "0/0", "1/-1", "1", "a/b", "1/2/3", "1/2x"} {
+		if _, _, err := parseShard(v); err == nil {
+			t.Errorf("%q: no error", v)
+		}
+	}
 }
