@@ -124,6 +124,22 @@ var evasionCases = []evasionCase{
 		wantStatus: 403,
 	},
 
+	{
+		name:       "marker beside form fields whose names differ only in case",
+		why:        "ARGS_POST ignores case: every value of A, a and %41 is inspected, none replaces another",
+		config:     markerRules,
+		ex:         withLength(exchange{method: "POST", headers: formHeader, body: chunks("A=evilmarker&a=1&%41=2")}),
+		wantStatus: 403,
+	},
+	{
+		name:   "crs: xss beside a form field whose name differs only in case",
+		why:    "the attack's field and a benign one fold to one ARGS_POST key; CRS 941 still sees the attack",
+		config: crsConfig,
+		ex: withLength(exchange{method: "POST", headers: formHeader,
+			body: chunks("q=1&Q=<script>alert(1)</script>&", "q=2")}),
+		wantStatus: 403,
+	},
+
 	// Attacks in places other than ARGS values.
 	{
 		name:       "marker in a JSON key",

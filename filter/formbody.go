@@ -1,0 +1,155 @@
+package filter
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/corazawaf/coraza/v3/experimental/plugins"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+)
+
+// The form body, every value of it.
+//
+// Coraza v3.8.1's URLENCODED body processor gathers a form's fields in a
+// Go map keyed by their exact names, then stores each name's values with
+// Set into ARGS_POST, a collection whose keys ignore case. Two fields whose
+// names differ only in case ("A=<attack>&a=x", or "%41=<attack>&a=x")
+// fold to one key there, and the second Set replaces the first: one of the
+// two values is gone before any rule runs, and which one follows Go's map
+// order, at random. Every rule on ARGS, ARGS_POST or ARGS_POST_NAMES then
+// misses it about half the time. The query string has no such hole:
+// Coraza adds its arguments one by one, in order.
+//
+// formBody takes the place of that processor under its name, through
+// Coraza's public registry (plugins.RegisterBodyProcessor, which replaces
+// a processor of the same name): it parses the body as Coraza parses a
+// query string (pairs split at '&', empty pairs skipped, the name up to
+// the first '=', both unescaped leniently: '+' is a space, a '%' not
+// followed by two hex digits stays as it is), stops after
+// SecArgumentsLimit pairs and marks the limit reached as Coraza does, and
+// adds every pair to ARGS_POST in the order of the body. For a body
+// whose names do not collide, ARGS_POST holds what Coraza's processor put
+// there; for one whose names collide, it holds every value, under each
+// field's own name (which is what ModSecurity does). REQUEST_BODY and
+// REQUEST_BODY_LENGTH are set as Coraza sets them.
+//
+// The processor is registered by this package's init, so it serves every
+// WAF of the process, the plugin's and any other.
+
+// formBodyProcessor is the name Coraza's registry knows the URLENCODED
+// processor by (it looks names up in lower case).
+const formBodyProcessor = "urlencoded"
+
+func init() {
+	plugins.RegisterBodyProcessor(formBodyProcessor, func() plugintypes.BodyProcessor { return formBody{} })
+}
+
+// formBody is the request body processor described above.
+type formBody struct{}
+
+// errFormVariables is returned when Coraza's variables lack the setter
+// the processor needs: Coraza then sets REQBODY_ERROR, and the
+// recommended rule 200002 denies the request.
+var errFormVariables = errors.New("form body processor: the transaction's variables cannot be set")
+
+// ProcessRequest implements plugintypes.BodyProcessor.
+func (formBody) ProcessRequest(r io.Reader, v plugintypes.TransactionVariables, opts plugintypes.BodyProcessorOptions) error {
+	body, ok1 := v.RequestBody().(setter)
+	length, ok2 := v.RequestBodyLength().(setter)
+	limited, ok3 := v.ArgumentsLimitReached().(setter)
+	if !ok1 || !ok2 || !ok3 {
+		return errFormVariables
+	}
+	b := readBuffers.Get().(*bytes.Buffer)
+	defer releaseReadBuffer(b)
+	if _, err := b.ReadFrom(r); err != nil {
+		return err
+	}
+	text := b.String()
+	args := v.ArgsPost()
+	if eachFormPair(text, opts.ArgumentLimit, args.Add) {
+		limited.Set("1")
+	}
+	body.Set(text)
+	length.Set(strconv.Itoa(len(text)))
+	return nil
+}
+
+// ProcessResponse implements plugintypes.BodyProcessor: Coraza's
+// URLENCODED processor reads nothing from a response either.
+func (formBody) ProcessResponse(io.Reader, plugintypes.TransactionVariables, plugintypes.BodyProcessorOptions) error {
+	return nil
+}
+
+// eachFormPair calls add with each name and value of the form text, in
+// order, unescaped, and reports whether it stopped at limit pairs with
+// more to come (limit ≤ 0: no limit).
+func eachFormPair(text string, limit int, add func(name, value string)) (truncated bool) {
+	n := 0
+	for text != "" {
+		pair := text
+		if i := strings.IndexByte(pair, '&'); i >= 0 {
+			pair, text = pair[:i], pair[i+1:]
+		} else {
+			text = ""
+		}
+		if pair == "" {
+			continue
+		}
+		if limit > 0 && n >= limit {
+			return true
+		}
+		name, value := pair, ""
+		if i := strings.IndexByte(pair, '='); i >= 0 {
+			name, value = pair[:i], pair[i+1:]
+		}
+		add(formUnescape(name), formUnescape(value))
+		n++
+	}
+	return false
+}
+
+// formUnescape decodes '+' as a space and "%XY" (two hex digits) as the
+// byte XY; any other '%' stays as it is. It returns s itself when there is
+// nothing to decode.
+func formUnescape(s string) string {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '+':
+			out = append(out, ' ')
+		case c == '%' && i+2 < len(s):
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if !ok1 || !ok2 {
+				out = append(out, c)
+				continue
+			}
+			out = append(out, hi<<4|lo)
+			i += 2
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// unhex is the value of one hex digit.
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
