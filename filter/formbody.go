@@ -9,6 +9,8 @@ import (
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+
+	"github.com/wafguard/wafguard/filter/transform"
 )
 
 // The form body, every value of it.
@@ -27,8 +29,8 @@ import (
 // Coraza's public registry (plugins.RegisterBodyProcessor, which replaces
 // a processor of the same name): it parses the body as Coraza parses a
 // query string (pairs split at '&', empty pairs skipped, the name up to
-// the first '=', both unescaped leniently: '+' is a space, a '%' not
-// followed by two hex digits stays as it is), stops after
+// the first '=', both unescaped by the plugin's t:urlDecode: '+' is a
+// space, a '%' not followed by two hex digits stays as it is), stops after
 // SecArgumentsLimit pairs and marks the limit reached as Coraza does, and
 // adds every pair to ARGS_POST in the order of the body. For a body
 // whose names do not collide, ARGS_POST holds what Coraza's processor put
@@ -44,11 +46,25 @@ import (
 const formBodyProcessor = "urlencoded"
 
 func init() {
+	if urlDecode == nil {
+		panic("filter: filter/transform has no urlDecode for the form body processor")
+	}
 	plugins.RegisterBodyProcessor(formBodyProcessor, func() plugintypes.BodyProcessor { return formBody{} })
 }
 
 // formBody is the request body processor described above.
 type formBody struct{}
+
+// urlDecode is the plugin's t:urlDecode (filter/transform), which decodes
+// as Coraza unescapes a query string's names and values: '+' is a space,
+// "%XY" (two hex digits) the byte XY, and any other '%' stays as it is.
+var urlDecode, _ = transform.Lookup("urlDecode")
+
+// formUnescape is s with its form encoding undone (urlDecode).
+func formUnescape(s string) string {
+	out, _, _ := urlDecode(s)
+	return out
+}
 
 // errFormVariables is returned when Coraza's variables lack the setter
 // the processor needs: Coraza then sets REQBODY_ERROR, and the
@@ -110,46 +126,4 @@ func eachFormPair(text string, limit int, add func(name, value string)) (truncat
 		n++
 	}
 	return false
-}
-
-// formUnescape decodes '+' as a space and "%XY" (two hex digits) as the
-// byte XY; any other '%' stays as it is. It returns s itself when there is
-// nothing to decode.
-func formUnescape(s string) string {
-	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
-		return s
-	}
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '+':
-			out = append(out, ' ')
-		case c == '%' && i+2 < len(s):
-			hi, ok1 := unhex(s[i+1])
-			lo, ok2 := unhex(s[i+2])
-			if !ok1 || !ok2 {
-				out = append(out, c)
-				continue
-			}
-			out = append(out, hi<<4|lo)
-			i += 2
-		default:
-			out = append(out, c)
-		}
-	}
-	return string(out)
-}
-
-// unhex is the value of one hex digit.
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
