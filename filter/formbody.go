@@ -106,22 +106,15 @@ func (formBody) ProcessResponse(io.Reader, plugintypes.TransactionVariables, plu
 func eachFormPair(text string, limit int, add func(name, value string)) (truncated bool) {
 	n := 0
 	for text != "" {
-		pair := text
-		if i := strings.IndexByte(pair, '&'); i >= 0 {
-			pair, text = pair[:i], pair[i+1:]
-		} else {
-			text = ""
-		}
+		var pair string
+		pair, text, _ = strings.Cut(text, "&")
 		if pair == "" {
 			continue
 		}
 		if limit > 0 && n >= limit {
 			return true
 		}
-		name, value := pair, ""
-		if i := strings.IndexByte(pair, '='); i >= 0 {
-			name, value = pair[:i], pair[i+1:]
-		}
+		name, value, _ := strings.Cut(pair, "=")
 		add(formUnescape(name), formUnescape(value))
 		n++
 	}

@@ -33,7 +33,7 @@ SecRule ARGS_POST "@contains evilmarker" "id:20,phase:2,deny,status:403,log"
 // collection's order for one name, the names sorted.
 type formArgs struct {
 	pairs   []string // "name=value"
-	limited string   // the arguments limit reached ("1") or not ("")
+	limited string   // the arguments limit reached ("1") or not ("0")
 	status  int
 }
 
@@ -78,21 +78,14 @@ func getQuery(t testing.TB, waf coraza.WAF, query string) formArgs {
 	return formArgs{pairs: collectionPairs(v.ArgsGet().FindAll()), limited: v.ArgumentsLimitReached().Get()}
 }
 
-// collectionPairs lists matches as name=value, grouped by name in the
+// collectionPairs lists matches as name=value, sorted by name, in the
 // collection's order within a name.
 func collectionPairs(ms []types.MatchData) []string {
-	byName := map[string][]string{}
-	var names []string
-	for _, m := range ms {
-		if _, ok := byName[m.Key()]; !ok {
-			names = append(names, m.Key())
-		}
-		byName[m.Key()] = append(byName[m.Key()], m.Key()+"="+m.Value())
-	}
-	slices.Sort(names)
-	var out []string
-	for _, n := range names {
-		out = append(out, byName[n]...)
+	ms = slices.Clone(ms)
+	slices.SortStableFunc(ms, func(a, b types.MatchData) int { return strings.Compare(a.Key(), b.Key()) })
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Key() + "=" + m.Value()
 	}
 	return out
 }
@@ -160,6 +153,30 @@ func TestFormBody_sameAsQuery(t *testing.T) {
 	}
 }
 
+// TestEachFormPair_limit: eachFormPair stops at limit pairs and reports
+// it only when a pair is left (empty pairs do not count); a limit of 0 or
+// less reads every pair (Coraza refuses SecArgumentsLimit 0, so only a
+// direct call reaches it).
+func TestEachFormPair_limit(t *testing.T) {
+	for _, tc := range []struct {
+		text      string
+		limit     int
+		want      []string
+		truncated bool
+	}{
+		{"a=1&b=2&&", 2, []string{"a=1", "b=2"}, false},
+		{"a=1&b=2&c", 2, []string{"a=1", "b=2"}, true},
+		{"a=1&b=2&c", 0, []string{"a=1", "b=2", "c="}, false},
+		{"a=1&b=2&c", -1, []string{"a=1", "b=2", "c="}, false},
+	} {
+		var got []string
+		truncated := eachFormPair(tc.text, tc.limit, func(n, v string) { got = append(got, n+"="+v) })
+		if !slices.Equal(got, tc.want) || truncated != tc.truncated {
+			t.Errorf("%q, limit %d: %q, truncated %v; want %q, %v", tc.text, tc.limit, got, truncated, tc.want, tc.truncated)
+		}
+	}
+}
+
 // FuzzFormBody compares ARGS_POST of a form body with ARGS_GET of the same
 // text as a query string (see TestFormBody_sameAsQuery), with a limit of 5
 // arguments.
@@ -200,23 +217,30 @@ func TestPreselection_formCaseCollision(t *testing.T) {
 	}
 	var reqs []diffRequest
 	for i, attack := range attacks {
-		for j, names := range [][3]string{{"q", "Q", "q"}, {"Q", "q", "q"}, {"q", "q", "Q"}, {"Comment", "comment", "COMMENT"}} {
+		// The attack goes under the name that differs, in each place.
+		for _, f := range []struct {
+			names    [3]string
+			attackAt int
+		}{
+			{[3]string{"q", "Q", "q"}, 1},
+			{[3]string{"Q", "q", "q"}, 0},
+			{[3]string{"q", "q", "Q"}, 2},
+			{[3]string{"Comment", "comment", "COMMENT"}, 2},
+		} {
 			var b strings.Builder
 			for k := range 10 {
 				b.WriteString("field" + strconv.Itoa(k) + "=value" + strconv.Itoa(k) + "&")
 			}
-			// The attack goes under the name that differs, in each place.
-			attackAt := map[int]int{0: 1, 1: 0, 2: 2, 3: 2}[j]
-			for k, n := range names {
+			for k, n := range f.names {
 				v := "plain" + strconv.Itoa(k)
-				if k == attackAt {
+				if k == f.attackAt {
 					v = url.QueryEscape(attack)
 				}
 				b.WriteString(n + "=" + v + "&")
 			}
 			body := strings.TrimSuffix(b.String(), "&")
 			reqs = append(reqs, diffRequest{
-				name:   "attack " + strconv.Itoa(i) + ", names " + strings.Join(names[:], ","),
+				name:   "attack " + strconv.Itoa(i) + ", names " + strings.Join(f.names[:], ","),
 				method: "POST",
 				uri:    "/form",
 				headers: [][2]string{{"Host", "example.com"}, {"Content-Type", "application/x-www-form-urlencoded"},
