@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,7 +37,10 @@ type Report struct {
 	// straight to it, taken in the same turns as the servers': what a
 	// proxy's row holds besides the proxy.
 	UpstreamUnloaded *Unloaded `json:"upstream_unloaded,omitempty"`
-	Notes            []string  `json:"notes,omitempty"`
+	// UpstreamUnloadedAlone is the upstream's in the run of some classes
+	// alone (ServerResult.UnloadedAlone).
+	UpstreamUnloadedAlone *Unloaded `json:"upstream_unloaded_alone,omitempty"`
+	Notes                 []string  `json:"notes,omitempty"`
 }
 
 // PoolInfo describes the traffic mix.
@@ -62,6 +66,10 @@ type ServerResult struct {
 	// Unloaded is the latency per shape of the idle server, one request
 	// at a time, measured before the load runs.
 	Unloaded *Unloaded `json:"unloaded,omitempty"`
+	// UnloadedAlone is the same for some classes alone (-unloaded-alone):
+	// the pool's requests of those classes only, each after one of its own
+	// kind.
+	UnloadedAlone *Unloaded `json:"unloaded_alone,omitempty"`
 	// CPUSeconds is the server's user+system CPU time over both runs;
 	// CPUMsPerRequest divides it by the requests of both runs.
 	CPUSeconds      float64 `json:"cpu_seconds"`
@@ -246,32 +254,64 @@ func (r *Report) Markdown() string {
 }
 
 // unloadedTable writes the latency of the idle servers per shape: the p50
-// of each, and beside the WAFs' the ratio to nginx + ModSecurity's.
+// of each, and beside the WAFs' the ratio to nginx + ModSecurity's; then
+// what each proxy without rules adds, and the run of classes alone.
 func (r *Report) unloadedTable(b *strings.Builder) {
-	var ref *Unloaded
-	if s := r.server(IDNginxModSec); s != nil {
-		ref = s.Unloaded
-	}
-	any := false
-	for _, s := range r.Servers {
-		any = any || s.Unloaded != nil
-	}
-	if !any {
+	intro := fmt.Sprintf("## Unloaded latency per class\n\nOne request at a time over one kept-alive connection per server, the pool in order, each block of %d of its requests to every server in turn, before the load runs (p50 ms; in brackets the ratio to nginx + ModSecurity's):\n\n", UnloadedBlock)
+	if !r.latencyTable(b, intro, Shapes, func(s *ServerResult) *Unloaded { return s.Unloaded }, r.UpstreamUnloaded) {
 		return
 	}
-	fmt.Fprintf(b, "## Unloaded latency per class\n\nOne request at a time over one kept-alive connection per server, the pool in order, each block of %d of its requests to every server in turn, before the load runs (p50 ms; in brackets the ratio to nginx + ModSecurity's):\n\n", UnloadedBlock)
-	b.WriteString("| server | passes |")
+	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
+	r.frontTable(b)
+	intro = "## Unloaded latency, each class alone\n\nThe same, with the pool's requests of these classes only (`-unloaded-alone`): each request follows one of its own kind, where in the table above a GET may follow a JSON POST and pay for what that left behind (the collector's work, cold caches). The difference between the two is what the mix costs a request, not the request itself.\n\n"
+	alone := func(s *ServerResult) *Unloaded { return s.UnloadedAlone }
+	if r.latencyTable(b, intro, r.measuredShapes(alone), alone, r.UpstreamUnloadedAlone) {
+		b.WriteString("\n")
+	}
+}
+
+// measuredShapes returns the shapes, in the order of Shapes, that of
+// gives some server a latency of.
+func (r *Report) measuredShapes(of func(*ServerResult) *Unloaded) []string {
+	var shapes []string
 	for _, sh := range Shapes {
+		if slices.ContainsFunc(r.Servers, func(s *ServerResult) bool {
+			if u := of(s); u != nil {
+				_, ok := u.Shapes[sh]
+				return ok
+			}
+			return false
+		}) {
+			shapes = append(shapes, sh)
+		}
+	}
+	return shapes
+}
+
+// latencyTable writes intro and a table of the p50 of each of shapes that
+// of gives each server (nil: no row), with the upstream's (up) last, and
+// reports whether it wrote anything: nothing when no server has a row.
+func (r *Report) latencyTable(b *strings.Builder, intro string, shapes []string, of func(*ServerResult) *Unloaded, up *Unloaded) bool {
+	if !slices.ContainsFunc(r.Servers, func(s *ServerResult) bool { return of(s) != nil }) || len(shapes) == 0 {
+		return false
+	}
+	var ref *Unloaded
+	if s := r.server(IDNginxModSec); s != nil {
+		ref = of(s)
+	}
+	b.WriteString(intro)
+	b.WriteString("| server | passes |")
+	for _, sh := range shapes {
 		fmt.Fprintf(b, " %s |", sh)
 	}
-	b.WriteString(" unexpected answers |\n|---|---:|" + strings.Repeat("---:|", len(Shapes)+1) + "\n")
+	b.WriteString(" unexpected answers |\n|---|---:|" + strings.Repeat("---:|", len(shapes)+1) + "\n")
 	for _, s := range r.Servers {
-		u := s.Unloaded
+		u := of(s)
 		if u == nil {
 			continue
 		}
 		fmt.Fprintf(b, "| %s | %d |", s.ID, u.Passes)
-		for _, sh := range Shapes {
+		for _, sh := range shapes {
 			v := u.Shapes[sh].P50
 			cell := ms(v)
 			if ref != nil && s.ID != IDNginxModSec && s.WAF {
@@ -281,15 +321,14 @@ func (r *Report) unloadedTable(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, " %d |\n", u.Unexpected)
 	}
-	if up := r.UpstreamUnloaded; up != nil {
+	if up != nil {
 		fmt.Fprintf(b, "| upstream, no proxy | %d |", up.Passes)
-		for _, sh := range Shapes {
+		for _, sh := range shapes {
 			fmt.Fprintf(b, " %s |", ms(up.Shapes[sh].P50))
 		}
 		fmt.Fprintf(b, " %d |\n", up.Unexpected)
 	}
-	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
-	r.frontTable(b)
+	return true
 }
 
 // frontTable writes what each proxy without rules adds to the upstream's

@@ -66,7 +66,16 @@ func TestReport_write(t *testing.T) {
 	r.server(IDNginxModSec).Unloaded = unloaded(3, 4, 100)
 	r.Servers = append(r.Servers, &ServerResult{ID: IDWasmPassV8, Unloaded: unloaded(0.30, 0.32, 0.40)})
 	r.UpstreamUnloaded = unloaded(0.12, 0.125, 0)
+	// The run of GETs alone: a column for the one shape measured, the
+	// ratio beside the WAF, none beside the proxy without rules.
+	r.server(IDNginxModSec).UnloadedAlone = unloaded(2, 0, 0)
+	r.server(IDWasmCRS).UnloadedAlone = unloaded(0.5, 0, 0)
+	r.Servers[len(r.Servers)-1].UnloadedAlone = unloaded(0.25, 0, 0) // wasm-pass-v8
+	r.UpstreamUnloadedAlone = unloaded(0.1, 0, 0)
 	md := r.Markdown()
+	if strings.Count(md, "| server | passes | benign_get | get_attack | benign_json | json_attack | unexpected answers |") != 1 {
+		t.Errorf("want one table of every shape (the mix's):\n%s", md)
+	}
 	for _, want := range []string{
 		"| wasm-crs | 20.0 | 0.36x | 0.71x |",
 		"| nginx-modsec | 56.0 | 1.00x | 2.00x |",
@@ -78,6 +87,11 @@ func TestReport_write(t *testing.T) {
 		"| wasm-crs | 12.5 / 50.0 | 6.25 / 25.0 (70%) | 6.25 / 12.5 (10%) | 25.0 / 50.0 (20%) | - |",
 		"| upstream, no proxy | 2 | 0.12 | 0.12 | - | - | 0 |",
 		"| wasm-pass-v8 | +0.18 | +0.20 | - | - |",
+		"## Unloaded latency, each class alone",
+		"| server | passes | benign_get | unexpected answers |",
+		"| wasm-crs | 2 | 0.50 (0.25x) | 0 |",
+		"| wasm-pass-v8 | 2 | 0.25 | 0 |",
+		"| upstream, no proxy | 2 | 0.10 | 0 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

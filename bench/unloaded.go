@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,6 +26,31 @@ func shapeOf(r *Request) string {
 		return "get_attack"
 	}
 	return "json_attack"
+}
+
+// PoolOfShapes returns the requests of pool whose shape is one of shapes,
+// in pool order: the pool of an unloaded run of those classes alone, each
+// request after one of its own kind rather than after whatever the mix
+// puts before it. It fails on a name that is not one of Shapes, or a
+// shape the pool has no request of.
+func PoolOfShapes(pool *Pool, shapes []string) (*Pool, error) {
+	for _, sh := range shapes {
+		if !slices.Contains(Shapes, sh) {
+			return nil, fmt.Errorf("unknown class %q, want some of %s", sh, strings.Join(Shapes, ","))
+		}
+	}
+	out := &Pool{Seed: pool.Seed}
+	for _, r := range pool.Requests {
+		if slices.Contains(shapes, shapeOf(&r)) {
+			out.Requests = append(out.Requests, r)
+		}
+	}
+	for _, sh := range shapes {
+		if !slices.ContainsFunc(out.Requests, func(r Request) bool { return shapeOf(&r) == sh }) {
+			return nil, fmt.Errorf("class %q: the pool has no request of it", sh)
+		}
+	}
+	return out, nil
 }
 
 // Unloaded is the latency of an idle server, one request at a time over

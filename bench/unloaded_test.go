@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,5 +103,41 @@ func TestMeasureUnloaded_budget(t *testing.T) {
 		if us[0].Passes != c.passes || int(sent.Load()) != c.passes*len(pool.Requests) {
 			t.Errorf("budget %v: %d passes, %d requests; want %d passes of %d", c.budget, us[0].Passes, sent.Load(), c.passes, len(pool.Requests))
 		}
+	}
+}
+
+// TestPoolOfShapes: the pool of some classes alone holds every request of
+// those classes, in pool order, and nothing else; a class that is not a
+// shape, or that the pool has no request of, is an error naming it.
+func TestPoolOfShapes(t *testing.T) {
+	pool, err := NewPool(1, 200, DefaultMix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := PoolOfShapes(pool, []string{"benign_get", "json_attack"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Request
+	for _, r := range pool.Requests {
+		if sh := shapeOf(&r); sh == "benign_get" || sh == "json_attack" {
+			want = append(want, r)
+		}
+	}
+	if len(alone.Requests) != len(want) || len(want) == len(pool.Requests) {
+		t.Fatalf("%d requests alone, want %d of the pool's %d", len(alone.Requests), len(want), len(pool.Requests))
+	}
+	for i := range want {
+		if got := alone.Requests[i]; got.Method != want[i].Method || got.Path != want[i].Path || string(got.Body) != string(want[i].Body) {
+			t.Fatalf("request %d is %s %s, want %s %s: the pool's order", i, got.Method, got.Path, want[i].Method, want[i].Path)
+		}
+	}
+	if _, err := PoolOfShapes(pool, []string{"benign_get", "get"}); err == nil || !strings.Contains(err.Error(), `"get"`) {
+		t.Errorf("unknown class: error %v, want one naming \"get\"", err)
+	}
+	first := slices.IndexFunc(alone.Requests, func(r Request) bool { return shapeOf(&r) == "benign_get" })
+	gets := &Pool{Requests: alone.Requests[first : first+1]}
+	if _, err := PoolOfShapes(gets, []string{"json_attack"}); err == nil || !strings.Contains(err.Error(), `"json_attack"`) {
+		t.Errorf("a class the pool lacks: error %v, want one naming it", err)
 	}
 }

@@ -107,6 +107,7 @@ type options struct {
 	verify             bool
 	vmEnv              string
 	unloaded           int
+	unloadedAlone      string
 }
 
 func run() int {
@@ -137,6 +138,7 @@ func run() int {
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
 	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of "+strconv.Itoa(bench.UnloadedBlock)+" requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
+	flag.StringVar(&o.unloadedAlone, "unloaded-alone", "", "comma-separated classes ("+strings.Join(bench.Shapes, ", ")+") measured once more after the unloaded run, each alone: the pool's requests of those classes only, so that a request follows one of its own kind instead of whatever the mix puts before it (\"\": none)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -189,6 +191,12 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	pool, err := bench.NewPool(o.seed, o.poolSize, bench.DefaultMix)
 	if err != nil {
 		return nil, err
+	}
+	var alone *bench.Pool
+	if o.unloadedAlone != "" {
+		if alone, err = bench.PoolOfShapes(pool, strings.Split(o.unloadedAlone, ",")); err != nil {
+			return nil, fmt.Errorf("-unloaded-alone: %w", err)
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -298,7 +306,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 	}
 	var running map[string]*bench.Running
 	if o.unloaded > 0 {
-		running, r.UpstreamUnloaded = unloadedStage(ctx, servers, env, pool, o, selected, resOf)
+		running, r.UpstreamUnloaded, r.UpstreamUnloadedAlone = unloadedStage(ctx, servers, env, pool, alone, o, selected, resOf)
 	}
 	for i, id := range selected {
 		s, res := serverOf(servers, id), resOf[id]
@@ -339,8 +347,10 @@ func serverOf(servers []*bench.Server, id string) *bench.Server {
 // server that fails here is left to its load run, which starts it anew
 // and reports the error. The upstream itself takes its turns too, the
 // client straight to it: it returns that latency, the part of every
-// proxy's row that is not the proxy's.
-func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) (map[string]*bench.Running, *bench.Unloaded) {
+// proxy's row that is not the proxy's. With alone (-unloaded-alone), the
+// same servers and the upstream then take that pool the same way, each
+// class's requests after their own kind (ServerResult.UnloadedAlone).
+func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool, alone *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) (map[string]*bench.Running, *bench.Unloaded, *bench.Unloaded) {
 	running := map[string]*bench.Running{}
 	var ids []string
 	var targets []bench.UnloadedTarget
@@ -368,31 +378,53 @@ func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env,
 		targets = append(targets, bench.UnloadedTarget{BaseURL: run.URL, WAF: s.WAF})
 	}
 	if len(targets) == 0 {
-		return running, nil
+		return running, nil, nil
 	}
 	targets = append(targets, bench.UnloadedTarget{BaseURL: env.UpstreamURL})
 	logf("unloaded: the pool one request at a time, %d passes, each block of %d requests to the %d servers and the upstream in turn", o.unloaded, bench.UnloadedBlock, len(targets)-1)
+	upstream := unloadedRound(ctx, pool, targets, ids, o, "unloaded", func(id string, u *bench.Unloaded) { resOf[id].Unloaded = u })
+	if alone == nil || ctx.Err() != nil {
+		return running, upstream, nil
+	}
+	logf("unloaded, each class alone (%s): %d requests, %d passes", o.unloadedAlone, len(alone.Requests), o.unloaded)
+	upstreamAlone := unloadedRound(ctx, alone, targets, ids, o, "unloaded alone", func(id string, u *bench.Unloaded) { resOf[id].UnloadedAlone = u })
+	return running, upstream, upstreamAlone
+}
+
+// unloadedRound measures the unloaded latency of the servers at targets
+// (their IDs in ids; the upstream last) on pool, gives each server's to
+// set, and returns the upstream's: nil when it failed.
+func unloadedRound(ctx context.Context, pool *bench.Pool, targets []bench.UnloadedTarget, ids []string, o options, what string, set func(string, *bench.Unloaded)) *bench.Unloaded {
 	us, errs, err := bench.MeasureUnloaded(ctx, pool, targets, o.unloaded, time.Duration(max(2, len(targets)))*time.Minute, o.timeout)
 	if err != nil {
-		return running, nil
+		return nil
 	}
 	for k, id := range ids {
 		if errs[k] != nil {
-			logf("[%s] unloaded: %v", id, errs[k])
+			logf("[%s] %s: %v", id, what, errs[k])
 			continue
 		}
-		u := us[k]
-		resOf[id].Unloaded = u
-		logf("[%s] unloaded p50 ms: benign GET %.2f, GET attack %.2f, benign JSON %.2f, JSON attack %.2f", id,
-			u.Shapes["benign_get"].P50, u.Shapes["get_attack"].P50, u.Shapes["benign_json"].P50, u.Shapes["json_attack"].P50)
+		set(id, us[k])
+		logf("[%s] %s p50 ms: %s", id, what, shapesP50(us[k]))
 	}
 	last := len(targets) - 1
 	if errs[last] != nil {
-		logf("[upstream] unloaded: %v", errs[last])
-		return running, nil
+		logf("[upstream] %s: %v", what, errs[last])
+		return nil
 	}
-	logf("[upstream] unloaded p50 ms, no proxy: benign GET %.2f", us[last].Shapes["benign_get"].P50)
-	return running, us[last]
+	logf("[upstream] %s p50 ms, no proxy: %s", what, shapesP50(us[last]))
+	return us[last]
+}
+
+// shapesP50 is the p50 of each shape u measured, for the log.
+func shapesP50(u *bench.Unloaded) string {
+	var parts []string
+	for _, sh := range bench.Shapes {
+		if l, ok := u.Shapes[sh]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.2f", sh, l.P50))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // warmUp sends the server unmeasured traffic for o.warm with two workers.
