@@ -263,7 +263,7 @@ func (r *Report) unloadedTable(b *strings.Builder) {
 	}
 	b.WriteString("\n`wasm-pass` and `wasm-pass-v8` run the pass-through plugin: what the hosts themselves add.\n\n")
 	r.frontTable(b)
-	intro = "## Unloaded latency, each class alone\n\nThe same, with the pool's requests of these classes only (`-unloaded-alone`): each request follows one of its own kind, where in the table above a GET may follow a JSON POST and pay for what that left behind (the collector's work, cold caches). The difference between the two is what the mix costs a request, not the request itself.\n\n"
+	intro = "## Unloaded latency, each class alone\n\nThe same, taken after the table above, with the pool's requests of these classes only (`-unloaded-alone`): each request follows requests of these classes, not the mix's others. Beside the table above, it shows whether what a request of the mix leaves behind in a server (the collector's work, caches) changes what a request of these classes costs.\n\n"
 	alone := func(s *ServerResult) *Unloaded { return s.UnloadedAlone }
 	if r.latencyTable(b, intro, r.measuredShapes(alone), alone, r.UpstreamUnloadedAlone) {
 		b.WriteString("\n")
