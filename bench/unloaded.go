@@ -29,10 +29,10 @@ func shapeOf(r *Request) string {
 }
 
 // PoolOfShapes returns the requests of pool whose shape is one of shapes,
-// in pool order: the pool of an unloaded run of those classes alone, each
-// request after one of its own kind rather than after whatever the mix
-// puts before it. It fails on a name that is not one of Shapes, or a
-// shape the pool has no request of.
+// in pool order: the pool of an unloaded run of those classes alone, where
+// each request follows requests of those classes, not the mix's others.
+// It fails on a name that is not one of Shapes, or a shape the pool has
+// no request of.
 func PoolOfShapes(pool *Pool, shapes []string) (*Pool, error) {
 	for _, sh := range shapes {
 		if !slices.Contains(Shapes, sh) {

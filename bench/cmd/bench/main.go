@@ -138,7 +138,7 @@ func run() int {
 	flag.DurationVar(&o.readyWait, "ready-wait", 3*time.Minute, "how long a server may take to answer after its start")
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
 	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of "+strconv.Itoa(bench.UnloadedBlock)+" requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
-	flag.StringVar(&o.unloadedAlone, "unloaded-alone", "", "comma-separated classes ("+strings.Join(bench.Shapes, ", ")+") measured once more after the unloaded run, each alone: the pool's requests of those classes only, so that a request follows one of its own kind instead of whatever the mix puts before it (\"\": none)")
+	flag.StringVar(&o.unloadedAlone, "unloaded-alone", "", "comma-separated classes ("+strings.Join(bench.Shapes, ", ")+") measured once more after the unloaded run: the pool's requests of those classes only, each following requests of those classes, not the mix's others (\"\": none)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -348,8 +348,8 @@ func serverOf(servers []*bench.Server, id string) *bench.Server {
 // and reports the error. The upstream itself takes its turns too, the
 // client straight to it: it returns that latency, the part of every
 // proxy's row that is not the proxy's. With alone (-unloaded-alone), the
-// same servers and the upstream then take that pool the same way, each
-// class's requests after their own kind (ServerResult.UnloadedAlone).
+// same servers and the upstream then take that pool the same way
+// (ServerResult.UnloadedAlone).
 func unloadedStage(ctx context.Context, servers []*bench.Server, env *bench.Env, pool, alone *bench.Pool, o options, selected []string, resOf map[string]*bench.ServerResult) (map[string]*bench.Running, *bench.Unloaded, *bench.Unloaded) {
 	running := map[string]*bench.Running{}
 	var ids []string
