@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,14 +107,15 @@ func (u *testUpstream) received(s string) bool {
 	return slices.ContainsFunc(u.got, func(g string) bool { return strings.Contains(g, s) })
 }
 
-// launch starts Envoy with the shipped bootstrap in front of up, stopped
-// at the test's end. edit changes the localized bootstrap.
-func launch(t *testing.T, workers int, up *testUpstream, edit func(b *bootstrapv3.Bootstrap) error, log io.Writer) *envoy.Launched {
+// launch starts Envoy with the shipped bootstrap in front of the upstream
+// at host:port upstream, stopped at the test's end. edit changes the
+// localized bootstrap.
+func launch(t *testing.T, workers int, upstream string, edit func(b *bootstrapv3.Bootstrap) error, log io.Writer) *envoy.Launched {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), envoyStartTimeout)
 	defer cancel()
 	e, err := envoy.Launch(ctx, envoy.Setup{
-		Bootstrap: shippedBootstrap, Module: plugintest.Path(), Upstream: up.addr,
+		Bootstrap: shippedBootstrap, Module: plugintest.Path(), Upstream: upstream,
 		Workers: workers, Edit: edit, Log: log, Wait: envoyStartTimeout,
 		BaseID: 200 + os.Getpid()%1000 + workers,
 	})
@@ -131,7 +133,7 @@ func launch(t *testing.T, workers int, up *testUpstream, edit func(b *bootstrapv
 func addListener(b *bootstrapv3.Bootstrap, edit func(pc *wasmv3.PluginConfig) error) (string, error) {
 	ls := b.GetStaticResources().GetListeners()
 	ln := proto.Clone(ls[0]).(*listenerv3.Listener)
-	ln.Name += "_test"
+	ln.Name += "_test" + strconv.Itoa(len(ls))
 	addr := envoy.FreePort()
 	only := &bootstrapv3.Bootstrap{StaticResources: &bootstrapv3.Bootstrap_StaticResources{Listeners: []*listenerv3.Listener{ln}}}
 	if err := envoy.Localize(only, envoy.Local{Listen: addr}); err != nil {
@@ -175,7 +177,7 @@ func TestEnvoy_workers(t *testing.T) {
 		t.Run(fmt.Sprintf("concurrency_%d", workers), func(t *testing.T) {
 			up := startUpstream(t, 400*time.Millisecond)
 			var capAddr string
-			e := launch(t, workers, up, func(b *bootstrapv3.Bootstrap) error {
+			e := launch(t, workers, up.addr, func(b *bootstrapv3.Bootstrap) error {
 				var err error
 				capAddr, err = addListener(b, func(pc *wasmv3.PluginConfig) error { return envoy.SetConfiguration(pc, capConfig(limit)) })
 				balanced(b)
@@ -274,7 +276,7 @@ func TestEnvoy_holdHeaders(t *testing.T) {
 	needEnvoy(t)
 	up := startUpstream(t, 0)
 	var noFlag string
-	e := launch(t, 2, up, func(b *bootstrapv3.Bootstrap) error {
+	e := launch(t, 2, up.addr, func(b *bootstrapv3.Bootstrap) error {
 		if _, err := envoy.EditPlugins(b, func(pc *wasmv3.PluginConfig) error { return envoy.SetConfiguration(pc, holdConfig) }); err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func TestEnvoy_soak(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := startUpstream(t, 0)
-	e := launch(t, 2, up, nil, nil)
+	e := launch(t, 2, up.addr, nil, nil)
 	base := "http://" + e.Listen
 	tr := &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}
 	c := &http.Client{Timeout: 30 * time.Second, Transport: tr}

@@ -179,6 +179,16 @@ func SetConfiguration(pc *wasmv3.PluginConfig, js string) error {
 	return nil
 }
 
+// Configuration returns a PluginConfig's plugin configuration, the JSON
+// text SetConfiguration sets.
+func Configuration(pc *wasmv3.PluginConfig) (string, error) {
+	var sv wrapperspb.StringValue
+	if err := pc.GetConfiguration().UnmarshalTo(&sv); err != nil {
+		return "", fmt.Errorf("envoy: the plugin configuration is not a google.protobuf.StringValue: %w", err)
+	}
+	return sv.GetValue(), nil
+}
+
 // editPlugins calls edit with the PluginConfig of every wasm HTTP filter
 // of the listeners' HTTP connection managers, packs back those it
 // changed, and returns how many it changed.

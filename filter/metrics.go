@@ -38,6 +38,9 @@ const (
 	metricPreselectKept    = "waf_filter.tx.preselect_kept"
 	metricPreselectRemoved = "waf_filter.preselect.removed"
 	metricHoldTimeouts     = "waf_filter.hold.timeouts"
+	// metricEarlyResponses counts the upstream responses that arrived
+	// before their request ended and waited for phase 2 (early.go).
+	metricEarlyResponses = "waf_filter.tx.early_responses"
 )
 
 type interruptionKey struct {
@@ -68,6 +71,9 @@ type metrics struct {
 	// holdTimeouts counts the streams answered 500 because their held
 	// headers got no body callback in time (hold.go).
 	holdTimeouts proxywasm.MetricCounter
+	// earlyResponses counts the responses held until their request
+	// ended (early.go).
+	earlyResponses proxywasm.MetricCounter
 
 	// ruleTopN bounds ruleMatches; ruleOther takes every other rule id.
 	ruleTopN    int
@@ -106,6 +112,7 @@ func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 		preselectKept:    proxywasm.DefineHistogramMetric(metricPreselectKept + l),
 		preselectRemoved: proxywasm.DefineCounterMetric(metricPreselectRemoved + l),
 		holdTimeouts:     proxywasm.DefineCounterMetric(metricHoldTimeouts + l),
+		earlyResponses:   proxywasm.DefineCounterMetric(metricEarlyResponses + l),
 		ruleTopN:         ruleTopN,
 		ruleMatches:      make(map[int]proxywasm.MetricCounter, ruleTopN),
 		ruleOther:        proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),

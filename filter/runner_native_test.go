@@ -85,6 +85,9 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 	var out outcome
 
 	reqHeaders := ex.requestHeaders()
+	if ex.respAfter > 0 && ex.respAfter < len(ex.body) {
+		return p.doEarly(t, id, ex, reqHeaders)
+	}
 
 	// Request path.
 	endOfStream := ex.body == nil && !ex.reset
@@ -114,6 +117,9 @@ func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 		}
 		released = action == types.ActionContinue
 		out.upstreamHeaders = out.upstreamHeaders || released
+		if released {
+			out.upstreamBody = append(out.upstreamBody, h.GetCurrentRequestBody(id)...)
+		}
 	}
 	if ex.reset {
 		// The client went away before the end of its request: the
@@ -298,4 +304,153 @@ func (p *testPluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 
 func (p *testPluginContext) NewHttpContext(contextID uint32) types.HttpContext {
 	return p.waf.NewHttpContext(contextID)
+}
+
+// doEarly drives an exchange whose upstream answers after ex.respAfter
+// request body chunks, before the rest (Envoy's filter manager runs the
+// decode and encode paths independently):
+//
+//   - response headers the filter pauses are held: with
+//     allow_on_headers_stop_iteration the response body callbacks still
+//     come, without it Envoy holds the body until the filter resumes
+//     the response, then delivers all of it in one callback;
+//   - a local reply sent while the filter holds the response headers is
+//     written directly, replacing the response, without the filter's
+//     response callbacks; once the headers went downstream it resets the
+//     stream;
+//   - proxy_continue_stream on the response (which the emulator forgets
+//     when it comes from inside a callback: see resumeResponse) releases
+//     the held response.
+func (p *nativePlugin) doEarly(t testing.TB, id uint32, ex exchange, reqHeaders [][2]string) outcome {
+	t.Helper()
+	h := p.host
+	var out outcome
+	resumed := false
+	defer func(orig func() error) { resumeResponse = orig }(resumeResponse)
+	resumeResponse = func() error {
+		resumed = true
+		return nil
+	}
+	direct := func(lr *proxytest.LocalHttpResponse) outcome {
+		o := outcome{status: int(lr.StatusCode), localReply: true, upstreamHeaders: out.upstreamHeaders, upstreamBody: out.upstreamBody}
+		o.headers = append([][2]string{{":status", strconv.Itoa(int(lr.StatusCode))}}, lr.Headers...)
+		o.body = append([]byte(nil), lr.Data...)
+		return o
+	}
+
+	action := h.CallOnRequestHeaders(id, reqHeaders, false)
+	if lr := h.GetSentLocalResponse(id); lr != nil {
+		return p.finish(t, id, p.localReplyFromRequest(t, id, lr))
+	}
+	out.upstreamHeaders = action == types.ActionContinue
+	if !out.upstreamHeaders {
+		t.Errorf("early response: the request headers were held (action %v): the upstream cannot answer early", action)
+		return p.finish(t, id, outcome{})
+	}
+
+	status := ex.upstreamStatus()
+	respHeaders := append([][2]string{{":status", strconv.Itoa(status)}}, ex.respHeaders...)
+	respStarted := false // the response headers reached the filter
+	respHeld := false    // ... and the filter paused them
+	respOut := false     // the response headers went downstream
+	var heldBody []byte  // response body Envoy holds (StopAll)
+	respEnded := false   // every response body chunk reached the filter or Envoy's buffer
+	deliverBody := func() (outcome, bool) {
+		for i, chunk := range ex.respBody {
+			last := i == len(ex.respBody)-1
+			a := h.CallOnResponseBody(id, chunk, last)
+			if lr := h.GetSentLocalResponse(id); lr != nil {
+				if respOut {
+					return outcome{upstream: out.upstream, upstreamHeaders: true, upstreamBody: out.upstreamBody}, true
+				}
+				return direct(lr), true
+			}
+			if a == types.ActionContinue {
+				respHeld, respOut = false, true
+				out.body = append(out.body, h.GetCurrentResponseBody(id)...)
+			}
+		}
+		respEnded = true
+		return outcome{}, false
+	}
+
+	for i, chunk := range ex.body {
+		if i == ex.respAfter {
+			respStarted = true
+			a := h.CallOnResponseHeaders(id, respHeaders, ex.respBody == nil)
+			if lr := h.GetSentLocalResponse(id); lr != nil {
+				return p.finish(t, id, direct(lr))
+			}
+			respHeld = a != types.ActionContinue
+			respOut = !respHeld
+			if respOut {
+				out.status, out.headers = status, h.GetCurrentResponseHeaders(id)
+			}
+			if ex.respBody == nil {
+				respEnded = true
+			} else if respOut || p.env.stopIteration {
+				if o, done := deliverBody(); done {
+					return p.finish(t, id, o)
+				}
+			} else {
+				heldBody = bytes.Join(ex.respBody, nil)
+				respEnded = true
+			}
+		}
+		last := i == len(ex.body)-1 && !ex.reset
+		action = h.CallOnRequestBody(id, chunk, last)
+		if lr := h.GetSentLocalResponse(id); lr != nil {
+			switch {
+			case !respStarted:
+				o := p.localReplyFromRequest(t, id, lr)
+				o.upstreamHeaders, o.upstreamBody = true, out.upstreamBody
+				return p.finish(t, id, o)
+			case respOut:
+				// The response went downstream: Envoy resets.
+				return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
+			default:
+				return p.finish(t, id, direct(lr))
+			}
+		}
+		if action == types.ActionContinue {
+			out.upstreamBody = append(out.upstreamBody, h.GetCurrentRequestBody(id)...)
+			if last {
+				out.upstream = true
+			}
+		}
+	}
+	if ex.reset {
+		return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
+	}
+	if !out.upstream {
+		t.Errorf("request: the filter still holds the request at its end (last action %v)", action)
+		return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
+	}
+	if respHeld {
+		if !resumed {
+			t.Errorf("early response: the request ended and the filter neither resumed nor answered the held response")
+			p.finish(t, id, outcome{})
+			return outcome{stuck: true, upstream: true, upstreamHeaders: true, upstreamBody: out.upstreamBody}
+		}
+		respHeld, respOut = false, true
+		out.status, out.headers = status, h.GetCurrentResponseHeaders(id)
+		if heldBody != nil {
+			// Envoy delivers what it held in one callback.
+			a := h.CallOnResponseBody(id, heldBody, true)
+			if lr := h.GetSentLocalResponse(id); lr != nil {
+				return p.finish(t, id, outcome{upstream: true, upstreamHeaders: true, upstreamBody: out.upstreamBody})
+			}
+			if a != types.ActionContinue {
+				t.Errorf("response: the filter still holds the response at its end (action %v)", a)
+			}
+			out.body = append(out.body, h.GetCurrentResponseBody(id)...)
+		} else if p.env.stopIteration {
+			// The body the filter kept buffered goes with the headers.
+			out.body = append(out.body, h.GetCurrentResponseBody(id)...)
+		}
+	}
+	if !respEnded {
+		t.Errorf("early response: the response did not end")
+	}
+	return p.finish(t, id, out)
 }

@@ -35,6 +35,12 @@ type exchange struct {
 	respStatus  int         // upstream :status, default 200
 	respHeaders [][2]string // upstream response headers
 	respBody    [][]byte    // upstream response body chunks; nil means none
+	// respAfter, when positive, makes the upstream answer after that
+	// many request body chunks, before the rest of the request: its
+	// response headers and body reach the filter while the request body
+	// is still arriving, as Envoy delivers an upstream's early answer.
+	// 0: the upstream answers once the whole request reached it.
+	respAfter int
 }
 
 // outcome is what the client and the upstream saw.
@@ -47,6 +53,9 @@ type outcome struct {
 	// upstream is true when the whole request (headers and every body
 	// byte) was released to the upstream.
 	upstream bool
+	// upstreamBody is the request body released to the upstream, in
+	// full, whether or not the request completed.
+	upstreamBody []byte
 	// upstreamHeaders is true when the request headers were released to
 	// the upstream (Envoy's router sends them at once), even if the
 	// request was answered locally afterwards: the upstream then saw the

@@ -60,6 +60,13 @@ type stream struct {
 	// until the body is inspected (hold.go), since heldSince.
 	reqHeld, respHeld bool
 	heldSince         time.Time
+	// tunnel is set for CONNECT and Upgrade requests, whose bytes after
+	// the headers belong to the tunnel (early.go).
+	tunnel bool
+	// early holds an upstream response that arrived before the request
+	// ended, paused until phase 2 has passed the whole request body
+	// (early.go); nil otherwise.
+	early *earlyResponse
 
 	// rules is the rule set chosen by :authority.
 	rules *hostRules
@@ -177,6 +184,7 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 		return s.finishRequestBody()
 	}
 	if method == "CONNECT" || upgrade {
+		s.tunnel = true
 		// A tunnel (CONNECT, or an Upgrade such as WebSocket): what
 		// follows is the tunnel's bytes, which end only with it, and the
 		// upstream must answer the headers first. Never held.
@@ -263,11 +271,19 @@ func (s *stream) finishRequestBody() types.Action {
 		return s.interrupt(it, phaseRequestBody)
 	}
 	s.checkWouldBlock(phaseRequestBody)
+	if s.early != nil {
+		s.releaseEarlyResponse()
+		if s.replied {
+			return types.ActionPause
+		}
+	}
 	return types.ActionContinue
 }
 
 // OnHttpResponseHeaders implements types.HttpContext. It evaluates phase 3,
-// and phase 4 too when no body follows or the rules do not read it.
+// and phase 4 too when no body follows or the rules do not read it. A
+// response that arrives before the request ended waits, paused, until
+// phase 2 has passed the whole request body (early.go).
 func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 	if s.tx == nil || s.replied || s.respDone {
 		// Our own local reply, or a stream without a transaction.
@@ -275,17 +291,28 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 	}
 	s.enter()
 	defer s.addTime(time.Now())
-	if !s.reqDone {
-		// The upstream answered before the request ended.
-		if a := s.finishRequestBody(); s.replied {
-			return a
-		}
-	}
 	headers, err := proxywasm.GetHttpResponseHeaders()
 	if err != nil {
 		proxywasm.LogError("waf: reading the response headers: " + err.Error())
 		return s.failClosed()
 	}
+	if !s.reqDone {
+		if !s.tunnel {
+			return s.holdEarlyResponse(headers, endOfStream)
+		}
+		// The upstream accepted a tunnel: what the client sent before
+		// is the request's body, and what follows is the tunnel's.
+		if a := s.finishRequestBody(); s.replied {
+			return a
+		}
+	}
+	return s.responseHeaders(headers, endOfStream)
+}
+
+// responseHeaders gives the response headers to Coraza and evaluates
+// phase 3 (and phase 4 when no body will be read). It returns what the
+// response headers callback returns.
+func (s *stream) responseHeaders(headers [][2]string, endOfStream bool) types.Action {
 	tx := s.tx
 	code := 0
 	for _, h := range headers {
@@ -323,6 +350,9 @@ func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
 	}
+	if s.early != nil {
+		return s.early.body(bodySize, endOfStream)
+	}
 	if s.respHeld {
 		s.bodyWhileHeld()
 	}
@@ -356,6 +386,9 @@ func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action
 func (s *stream) OnHttpResponseTrailers(int) types.Action {
 	if s.tx == nil || s.respDone || s.replied {
 		return types.ActionContinue
+	}
+	if s.early != nil {
+		return s.early.trailers()
 	}
 	if s.respHeld {
 		s.bodyWhileHeld()
