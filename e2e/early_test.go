@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
+	"golang.org/x/net/http2"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wafguard/wafguard/envoy"
@@ -111,7 +114,8 @@ func pausedPost(addr, path, contentType string, parts []string, chunked bool, pa
 // TestEnvoy_earlyResponse: in front of an upstream that answers before it
 // reads the body, a body whose attack comes after the upstream's answer,
 // or is split across it, gets 403 and the upstream receives no byte of it:
-// form, JSON, multipart, with Content-Length and chunked, with the rule
+// form, JSON, multipart, with Content-Length and chunked, over HTTP/1.1
+// and HTTP/2, with the rule
 // preselection on (the shipped configuration) and off (a second listener),
 // and with allow_on_headers_stop_iteration off (a third). A benign body
 // reaches the upstream whole and its answer reaches the client.
@@ -188,12 +192,62 @@ func TestEnvoy_earlyResponse(t *testing.T) {
 			}
 		}
 	}
+	// The same over HTTP/2 (h2c): the body streams as DATA frames.
+	h2 := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer h2.CloseIdleConnections()
+	for _, c := range attacks[:3] {
+		n++
+		path := fmt.Sprintf("/early/%d", n)
+		code, err := pausedPostH2(h2, "http://"+e.Listen+path, c.contentType, c.parts, 400*time.Millisecond)
+		if err != nil || code != 403 {
+			t.Errorf("HTTP/2, %s: %d, %v; want 403", c.name, code, err)
+		}
+		if got, ok := up.body(path); ok && strings.Contains(got, c.attack) {
+			t.Errorf("HTTP/2, %s: the upstream received %q", c.name, got)
+		}
+	}
+
 	// Every request took the path: the upstream answered each before its
 	// body ended.
 	held, err := envoy.AdminStat(&http.Client{Timeout: 5 * time.Second}, e.AdminURL(), "wasmcustom.waf_filter.tx.early_responses_env=prod")
 	if err != nil || held != n {
 		t.Errorf("waf_filter.tx.early_responses: %d, %v; want %d", held, err, n)
 	}
+}
+
+// pausedPostH2 is pausedPost over HTTP/2: the request body is a pipe
+// written in parts, with a pause after each but the last.
+func pausedPostH2(tr *http2.Transport, url, contentType string, parts []string, pause time.Duration) (int, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		for i, p := range parts {
+			if i > 0 {
+				time.Sleep(pause)
+			}
+			if _, err := io.WriteString(pw, p); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pr)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", "Mozilla/5.0")
+	req.Header.Set("Accept", "*/*")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // editConfiguration changes the plugin configuration of pc as JSON.

@@ -41,6 +41,10 @@ const (
 	// metricEarlyResponses counts the upstream responses that arrived
 	// before their request ended and waited for phase 2 (early.go).
 	metricEarlyResponses = "waf_filter.tx.early_responses"
+	// metricArgsLimit counts the transactions whose arguments went past
+	// SecArgumentsLimit: Coraza dropped the rest (ARGUMENTS_LIMIT_REACHED),
+	// which rules 200004 and 200005 of @recommended-conf answer 400.
+	metricArgsLimit = "waf_filter.tx.args_limit_reached"
 )
 
 type interruptionKey struct {
@@ -74,6 +78,9 @@ type metrics struct {
 	// earlyResponses counts the responses held until their request
 	// ended (early.go).
 	earlyResponses proxywasm.MetricCounter
+	// argsLimit counts the transactions with arguments past
+	// SecArgumentsLimit.
+	argsLimit proxywasm.MetricCounter
 
 	// ruleTopN bounds ruleMatches; ruleOther takes every other rule id.
 	ruleTopN    int
@@ -113,6 +120,7 @@ func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 		preselectRemoved: proxywasm.DefineCounterMetric(metricPreselectRemoved + l),
 		holdTimeouts:     proxywasm.DefineCounterMetric(metricHoldTimeouts + l),
 		earlyResponses:   proxywasm.DefineCounterMetric(metricEarlyResponses + l),
+		argsLimit:        proxywasm.DefineCounterMetric(metricArgsLimit + l),
 		ruleTopN:         ruleTopN,
 		ruleMatches:      make(map[int]proxywasm.MetricCounter, ruleTopN),
 		ruleOther:        proxywasm.DefineCounterMetric(metricRuleMatches + l + "_ruleid=other"),

@@ -150,6 +150,9 @@ func (s *stream) checkWouldBlock(p phase) {
 func (s *stream) report(tx ctypes.Transaction) {
 	m := s.plugin.metrics
 	m.wafTime.Record(uint64(s.wafTime / time.Microsecond))
+	if ts, ok := tx.(plugintypes.TransactionState); ok && ts.Variables().ArgumentsLimitReached().Get() == "1" {
+		m.argsLimit.Increment(1)
+	}
 	matched := tx.MatchedRules()
 	for _, mr := range matched {
 		if l, ok := mr.(loggedRule); ok && !l.Log() {
