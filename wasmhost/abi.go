@@ -204,7 +204,7 @@ func (vm *VM) hGetBufferBytes(s []uint64) {
 			ret(s, StatusNotFound)
 			return
 		}
-		data = st.dir(typ == bufResponseBody).buf
+		data = st.bodyBuffer(typ == bufResponseBody)
 	default:
 		ret(s, StatusNotFound)
 		return
@@ -277,7 +277,7 @@ func (vm *VM) hGetBufferStatus(s []uint64) {
 			ret(s, StatusNotFound)
 			return
 		}
-		n = len(st.dir(typ == bufResponseBody).buf)
+		n = len(st.bodyBuffer(typ == bufResponseBody))
 	default:
 		if typ > bufMaxType {
 			ret(s, StatusBadArgument)

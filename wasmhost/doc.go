@@ -25,13 +25,21 @@
 //     UpstreamRequest show what the client and the upstream got.
 //   - (*VM).Exchange(ctx, *Request, Upstream) Result: one whole request and
 //     response with Envoy's semantics, ending with on_log, on_done,
-//     on_delete. A StreamingUpstream (HTTPUpstream is one) is opened as
-//     soon as the filter lets the request headers continue and gets each
-//     body chunk as the filter releases it, as Envoy's router streams the
-//     request; a local reply or reset after that aborts it
-//     (UpstreamBody fails with ErrUpstreamReset, its context is
-//     cancelled). Request.Downstream gets the response as the filter
-//     releases it; a plain Upstream is called with the whole request.
+//     on_delete. One loop hands the stream the events of both sides as
+//     they come, as Envoy's dispatcher does: reads of the client's body
+//     and of the response body run in goroutines of their own, so an
+//     upstream that answers while the client is still sending has its
+//     response reach the filter between request chunks (notes 2.6). A
+//     StreamingUpstream (HTTPUpstream is one) is opened as soon as the
+//     filter lets the request headers continue and gets each body chunk
+//     as the filter releases it, as Envoy's router streams the request; a
+//     local reply or reset after that aborts it (UpstreamBody fails with
+//     ErrUpstreamReset, its context is cancelled). Request.Downstream
+//     gets the response as the filter releases it; a plain Upstream is
+//     called with the whole request, or, with Request.ResponseAfter, with
+//     what the filter released after that many body chunks, its answer
+//     coming between request chunks. Result.UpstreamBody is the body the
+//     filter released towards the upstream.
 //   - Handler (an http.Handler over a Pool), HTTPUpstream (reverse proxy),
 //     EchoUpstream (built-in httpbin/albedo-like upstream) and
 //     AdminHandler (/stats/prometheus, /stats, /ready) make the HTTP
@@ -69,12 +77,18 @@
 // # Known deviations from Envoy
 //
 //   - A plain Upstream (an UpstreamFunc) is called once the whole request
-//     has passed the filter; a StreamingUpstream (HTTPUpstream and the
-//     built-in EchoUpstream) sees the request start at the headers and its
-//     body as it is released. The upstream's response is given
-//     to the filter once the host has fed the whole request (an early
-//     upstream response waits for it), and Handler sends an empty end of
-//     stream frame after a chunked request body.
+//     has passed the filter (or as Request.ResponseAfter scripts it); a
+//     StreamingUpstream (HTTPUpstream and the built-in EchoUpstream) sees
+//     the request start at the headers and its body as it is released.
+//     Handler sends an empty end of stream frame after a chunked request
+//     body.
+//   - After-call actions run once the stream has handled the callback's
+//     result; Envoy runs them before. So a proxy_continue_stream(1) from a
+//     request body callback that continues releases the response after
+//     that chunk went to the upstream, not just before.
+//   - The connection: close that Envoy's HCM adds on HTTP/1 to a response
+//     that starts before the request ended reaches Request.Downstream
+//     (and Handler's client), not Result.Headers.
 //   - Pool spreads requests round robin; Envoy pins each connection to one
 //     worker.
 //   - There is one VM per worker and no base or canary VM and no VM on the

@@ -79,12 +79,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, ok := r.Context().Value(connIDKey{}).(uint64); ok {
 		req.Info.ConnectionID = id
 	}
+	rc := http.NewResponseController(w)
+	stopped := false
 	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		req.BodyReader, req.Live, req.ContentLength = r.Body, true, r.ContentLength
+		// The response may go out while the body still arrives, as
+		// Envoy streams both ways: Go's server would otherwise read the
+		// rest of the body before it writes the response headers.
+		_ = rc.EnableFullDuplex()
+		req.StopBody = func() {
+			stopped = true
+			_ = rc.SetReadDeadline(time.Now())
+		}
 	}
 	dn := &httpDownstream{w: w}
 	req.Downstream = dn
 	res := h.Pool.Exchange(r.Context(), req, h.Upstream)
+	if stopped {
+		// The stream ended while the client was still sending. Envoy
+		// closes such an HTTP/1 connection after its delayed close
+		// timeout (1 s), reading meanwhile what the client still sends,
+		// so that the client reads the response rather than a reset: Go's
+		// server reads on after the handler for as long as this deadline
+		// allows.
+		_ = rc.SetReadDeadline(time.Now().Add(time.Second))
+	}
 	if res.Reset || res.Status == 0 {
 		// A reset: the client sees the connection close, after whatever
 		// part of the response already went out.
@@ -107,6 +126,12 @@ func (d *httpDownstream) Headers(status int, headers [][2]string, body []byte, c
 	d.started = true
 	wh := d.w.Header()
 	for _, p := range headers {
+		if p[0] == "connection" && p[1] == "close" {
+			// The request had not ended (Downstream.Headers): the
+			// connection closes after this response.
+			wh.Set("Connection", "close")
+			continue
+		}
 		if hopHeaders[p[0]] || p[0] == "transfer-encoding" || p[0] == "content-length" || strings.HasPrefix(p[0], ":") {
 			continue
 		}

@@ -54,6 +54,9 @@ type Result struct {
 	// Upstream is true when the whole request (headers and every body
 	// byte) was released to the upstream.
 	Upstream bool
+	// UpstreamBody is the request body the filter released towards the
+	// upstream, whole or not (shared with the stream: do not modify).
+	UpstreamBody []byte
 	// UpstreamHeaders is true when the request headers were released to
 	// the upstream, which Envoy's router sends them to at once, even if
 	// the request was answered locally later (the upstream then sees the
@@ -129,14 +132,22 @@ type Stream struct {
 	reqHdrs, reqTrl, respHdrs, respTrl [][2]string
 	avail                              [4]bool
 
-	req, resp    dirState
-	replying     bool
-	pendingReply *LocalReply
-	failReplied  bool
-	details      string
-	reset        bool
-	down         Result
-	wake         chan struct{}
+	req, resp dirState
+	// clientDone is set once the client's request ended (end of stream
+	// on its headers, a body chunk or its trailers), whether or not the
+	// filter got that end: Envoy's HCM tracks it apart from the filters
+	// (remoteDecodeComplete).
+	clientDone bool
+	// reqBodyCleared: proxy_continue_stream dropped the request body
+	// pointer until the next request body callback (notes 2.4).
+	reqBodyCleared bool
+	replying       bool
+	pendingReply   *LocalReply
+	failReplied    bool
+	details        string
+	reset          bool
+	down           Result
+	wake           chan struct{}
 
 	// up is the request towards a StreamingUpstream (nil otherwise); dn
 	// gets the response as it is released, dnHeaders and dnSent say what
@@ -294,6 +305,9 @@ func (s *Stream) ResponseTrailers(t [][2]string) Action {
 
 func (s *Stream) headers(isResp bool, h [][2]string, eos bool) Action {
 	d := s.dir(isResp)
+	if !isResp && eos {
+		s.clientDone = true
+	}
 	if s.ended || s.reset || d.aborted || d.seen {
 		return NotCalled
 	}
@@ -329,7 +343,10 @@ func (s *Stream) headers(isResp bool, h [][2]string, eos bool) Action {
 
 func (s *Stream) body(isResp bool, chunk []byte, eos bool) Action {
 	d := s.dir(isResp)
-	if s.ended || s.reset || d.aborted || !d.seen || d.eosIn {
+	if !isResp && eos {
+		s.clientDone = true
+	}
+	if s.ended || s.reset || d.aborted || !d.seen || d.eosIn || !isResp && s.responseEnded() {
 		return NotCalled
 	}
 	d.eosIn = eos
@@ -344,7 +361,10 @@ func (s *Stream) body(isResp bool, chunk []byte, eos bool) Action {
 
 func (s *Stream) trailers(isResp bool, t [][2]string) Action {
 	d := s.dir(isResp)
-	if s.ended || s.reset || d.aborted || !d.seen || d.eosIn {
+	if !isResp {
+		s.clientDone = true
+	}
+	if s.ended || s.reset || d.aborted || !d.seen || d.eosIn || !isResp && s.responseEnded() {
 		return NotCalled
 	}
 	d.eosIn, d.trlIn, d.trlPending = true, true, true
@@ -390,11 +410,18 @@ func (s *Stream) pump(isResp bool) Action {
 		}
 		break
 	}
-	if !isResp {
-		s.syncUpstream()
-	}
+	s.syncUpstream()
 	return last
 }
+
+// responseEnded reports whether the response has reached its end at the
+// filter manager (Envoy's local_complete_, set when the router, or a
+// local reply, hands over end of stream), even while this filter holds it.
+// From then on Envoy gives no request data or trailers to any filter
+// (FilterManager::decodeData, decodeTrailers) and cannot continue the
+// request (ActiveStreamDecoderFilter::canContinue); the router resets an
+// upstream request that has not ended (Router::Filter::onUpstreamComplete).
+func (s *Stream) responseEnded() bool { return s.resp.eosIn }
 
 func (s *Stream) deliverBody(isResp bool) Action {
 	d := s.dir(isResp)
@@ -407,6 +434,9 @@ func (s *Stream) deliverBody(isResp bool) Action {
 		d.eosDelivered = true
 		// Trailers may be added on the last chunk (notes 3.2).
 		s.avail[ti] = true
+	}
+	if !isResp {
+		s.reqBodyCleared = false
 	}
 	a := s.invoke(fn, uint64(s.id), uint64(len(d.buf)), b2u(eos))
 	s.avail[ti] = false
@@ -515,7 +545,7 @@ func (s *Stream) releaseAddedTrailers(isResp bool) {
 // continue delivering.
 func (s *Stream) resume(isResp bool) {
 	d := s.dir(isResp)
-	if s.ended || s.reset || d.aborted || !d.seen {
+	if s.ended || s.reset || d.aborted || !d.seen || !isResp && s.responseEnded() {
 		return
 	}
 	paused := false
@@ -542,9 +572,24 @@ func (s *Stream) resume(isResp bool) {
 }
 
 // clearRequestMaps: proxy_continue_stream clears the request header, body
-// and trailer pointers whatever the stream type (cpp-host Context::continueStream).
+// and trailer pointers whatever the stream type (Envoy Context::continueStream).
 func (s *Stream) clearRequestMaps() {
 	s.avail[0], s.avail[1] = false, false
+	s.reqBodyCleared = true
+}
+
+// bodyBuffer is what proxy_get_buffer_bytes and proxy_get_buffer_status
+// see of a body (Envoy Context::getBuffer): while the filter buffers it
+// (its last body callback paused), everything buffered, from any callback
+// of the stream, the other direction's included; else the chunk of the
+// body callback running, or nothing. After proxy_continue_stream the
+// request body is gone until the next request body callback, unless the
+// filter buffers it.
+func (s *Stream) bodyBuffer(isResp bool) []byte {
+	if !isResp && s.reqBodyCleared && s.req.mode != bufBuffer {
+		return nil
+	}
+	return s.dir(isResp).buf
 }
 
 func (s *Stream) headersModified(uint32) {}
@@ -766,10 +811,11 @@ func (s *Stream) result() Result {
 	r.Trailers = copyHeaders(s.resp.trlOut)
 	r.Complete = s.resp.complete
 	r.Upstream = s.req.complete && !s.replying
+	r.UpstreamBody = s.req.out[:len(s.req.out):len(s.req.out)]
 	r.UpstreamHeaders = s.req.hdrsOut
 	r.Details = s.details
 	if s.reset {
-		r = Result{Reset: true, Details: s.details, Upstream: r.Upstream, UpstreamHeaders: r.UpstreamHeaders}
+		r = Result{Reset: true, Details: s.details, Upstream: r.Upstream, UpstreamHeaders: r.UpstreamHeaders, UpstreamBody: r.UpstreamBody}
 	}
 	if len(s.props) > 0 {
 		r.FilterState = make(map[string]string, len(s.props))

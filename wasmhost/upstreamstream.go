@@ -140,14 +140,17 @@ type upFeed struct {
 // syncUpstream passes on to the upstream what the filter has released
 // since the last call: it opens the request when the headers went out,
 // pushes new body bytes, ends the body when the request completed, and
-// aborts the request after a local reply or a reset. Called under the VM
-// lock wherever the request side can change.
+// aborts the request after a local reply or a reset, or when the response
+// ended before the request did (the router resets it then:
+// Router::Filter::onUpstreamComplete, with
+// allow_multiplexed_upstream_half_close off by default). Called under the
+// VM lock wherever either side can change.
 func (s *Stream) syncUpstream() {
 	f := s.up
 	if f == nil || f.closed {
 		return
 	}
-	if s.req.aborted || s.reset || s.ended {
+	if s.req.aborted || s.reset || s.ended || s.responseEnded() && !s.req.complete {
 		f.closed, f.aborted = true, true
 		if f.started {
 			f.body.abort()
