@@ -99,6 +99,39 @@ var evasionCases = []evasionCase{
 		wantStatus: 403,
 	},
 
+	// An upstream that answers before the request ended (early.go).
+	{
+		name: "early answer, marker after it",
+		why: "the upstream answered after the first chunk: the filter holds its answer and inspects the rest of the " +
+			"body before any of it goes upstream",
+		config: markerRules,
+		ex: exchange{method: "POST", headers: append([][2]string{{"transfer-encoding", "chunked"}}, formHeader...),
+			body: chunks("a=1&", "b=evilmarker"), respAfter: 1},
+		wantStatus: 403,
+	},
+	{
+		name:       "early answer, marker split across it",
+		why:        "the marker is cut where the upstream answered; phase 2 still sees the whole body",
+		config:     markerRules,
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&b=evil", "mar", "ker"), respAfter: 1},
+		wantStatus: 403,
+	},
+	{
+		name:       "early answer, body past the limit with reject",
+		why:        "the body limit applies to the rest of the body as before the answer",
+		config:     bodyLimitConfig("Reject"),
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("b", 120)), respAfter: 1},
+		wantStatus: 413,
+	},
+	{
+		name: "early answer, attack past the limit with process partial passes",
+		why: "ProcessPartial's documented trade-off holds with an early answer too: the first SecRequestBodyLimit bytes " +
+			"are inspected, the rest passes",
+		config:     bodyLimitConfig("ProcessPartial"),
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("a", 99)+"=attack"), respAfter: 1},
+		wantStatus: 200,
+	},
+
 	// Chunked bodies and split attacks.
 	{
 		name:   "chunked body without a length",
