@@ -17,7 +17,11 @@
 // proxy_on_configure, local replies built as Envoy's sendLocalReply does
 // and sent through the filter's own response callbacks, a request body
 // buffered while the filter answers StopIterationAndBuffer and delivered as
-// the total buffered so far, a 413 past the buffer limit.
+// the total buffered so far, a 413 past the buffer limit. "exchange",
+// "begin" and "finish" follow the filter manager further (Stream.start and
+// what follows it): headers held with their body, proxy_continue_stream,
+// direct local replies once the response headers exist, and an upstream
+// that answers before the request has ended (resp_after).
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -25,12 +29,14 @@ import { HTTPParser } from "node:_http_common";
 import readline from "node:readline";
 import { randomUUID, webcrypto } from "node:crypto";
 
-const [wasmPath, bufferLimitArg] = process.argv.slice(2);
+const [wasmPath, bufferLimitArg, idleArg] = process.argv.slice(2);
 const bufferLimit = Number(bufferLimitArg || 1 << 20);
+// idleMS is the HCM's stream idle timeout.
+const idleMS = Number(idleArg || 30000);
 const wasmModule = new WebAssembly.Module(fs.readFileSync(wasmPath));
 
 // Status codes (proxy_status_t).
-const OK = 0, NOT_FOUND = 1, BAD_ARGUMENT = 2, INVALID_MEMORY = 6, CAS_MISMATCH = 8;
+const OK = 0, NOT_FOUND = 1, BAD_ARGUMENT = 2, INVALID_MEMORY = 6, CAS_MISMATCH = 8, UNIMPLEMENTED = 12;
 // WASI errno values of Envoy's host.
 const E_SUCCESS = 0, E_BADF = 8, E_EXIST = 20, E_INVAL = 28, E_NOENT = 44, E_NOSYS = 52, E_NOTSUP = 58;
 const LEVELS = ["trace", "debug", "info", "warn", "error", "critical"];
@@ -69,6 +75,9 @@ class VM {
     this.nextID = 2;
     this.eff = 0;
     this.streams = new Map(); // open streams by context id
+    // pending holds the actions of proxy_continue_stream, run once the
+    // outermost callback has returned (Envoy's after-VM-call actions).
+    this.pending = [];
     this.configReadable = false;
     this.tickMS = 0;
     this.failed = false;
@@ -232,7 +241,7 @@ class VM {
         } else if (type === 0 || type === 1) {
           const st = vm.effStream();
           if (st === null) return NOT_FOUND;
-          data = st.dir(type === 1).buf;
+          data = st.bodyBuffer(type === 1);
         } else {
           return type > 8 ? BAD_ARGUMENT : NOT_FOUND;
         }
@@ -256,6 +265,20 @@ class VM {
         if (st === null) return BAD_ARGUMENT;
         const h = st.headerMap(type);
         return vm.writeOut(encodePairs(h || []), ptrPtr, sizePtr);
+      },
+      // proxy_continue_stream(type) resumes the request (0) or the
+      // response (1) once the callback has returned, and drops the request
+      // header and body pointers at once (Envoy Context::continueStream).
+      // The HTTP front does not model it.
+      proxy_continue_stream(type) {
+        if (type > 3) return BAD_ARGUMENT;
+        if (type > 1) return UNIMPLEMENTED;
+        const st = vm.effStream();
+        if (st !== null) {
+          st.reqBodyCleared = true;
+          if (st.core) vm.pending.push(() => st.resume(type === 1));
+        }
+        return OK;
       },
       proxy_send_local_response(status, dPtr, dLen, bPtr, bLen, hPtr, hLen, grpc) {
         const details = vm.str(dPtr, dLen), body = vm.bytes(bPtr, bLen), hb = vm.bytes(hPtr, hLen);
@@ -394,11 +417,13 @@ class VM {
     if (this.tickMS > 0) {
       this.eff = this.rootID;
       this.call("proxy_on_tick", this.rootID);
-      // A local reply sent from the tick (to a stream made effective)
-      // goes out now, as Envoy's would.
+      // A local reply or a proxy_continue_stream sent from the tick (to a
+      // stream made effective) takes effect now, as Envoy's would.
       for (const st of this.streams.values()) {
-        if (st.pendingReply !== null) st.reply();
+        if (st.core) st.flush();
+        else if (st.pendingReply !== null) st.reply();
       }
+      this.pending = [];
     }
   }
 
@@ -413,8 +438,8 @@ class Stream {
     this.props = new Map();
     this.reqHdrs = ex.headers.map(([k, v]) => [k.toLowerCase(), v]);
     this.respHdrs = null;
-    this.req = { buf: EMPTY, mode: "none" };
-    this.resp = { buf: EMPTY, mode: "none" };
+    this.req = newDir();
+    this.resp = newDir();
     this.pendingReply = null;
     this.out = { status: 0, headers: [], body: [], localReply: false, upstream: false, details: "", reset: false };
     this.respStatus = 0;
@@ -439,6 +464,15 @@ class Stream {
     const r = this.vm.call(name, this.id, ...args);
     return r === null ? -1 : r;
   }
+  // bodyBuffer is what the body buffer calls see of a body (Envoy
+  // Context::getBuffer): what the filter buffers (its last body callback
+  // paused), from any callback, the other direction's included; else the
+  // chunk of the callback running. After proxy_continue_stream the
+  // request body is gone until its next callback, unless buffered.
+  bodyBuffer(isResp) {
+    if (!isResp && this.reqBodyCleared && this.req.mode !== "buffer") return EMPTY;
+    return this.dir(isResp).buf;
+  }
   // reply sends a queued local reply the way Envoy's sendLocalReply
   // does: :status, content-length, content-type text/plain with a body,
   // the plugin's headers, through this filter's response callbacks.
@@ -455,15 +489,7 @@ class Stream {
       return;
     }
     this.out.localReply = true;
-    const h = [[":status", String(lr.status)]];
-    const hasCT = lr.headers.some(([k]) => k.toLowerCase() === "content-type");
-    if (lr.body.length > 0) {
-      h.push(["content-length", String(lr.body.length)]);
-      if (!hasCT) h.push(["content-type", "text/plain"]);
-    } else {
-      h.push(["content-length", "0"]);
-    }
-    for (const [k, v] of lr.headers) h.push([k.toLowerCase(), v]);
+    const h = localReplyHeaders(lr);
     this.respHdrs = h;
     this.respStatus = lr.status;
     this.invoke("proxy_on_response_headers", h.length, lr.body.length === 0 ? 1 : 0);
@@ -516,68 +542,6 @@ class Stream {
   failReply() {
     this.out = { ...this.out, status: 503, localReply: true, upstream: false, details: "wasm_fail_stream", headers: [["content-length", "0"]], body: [] };
   }
-  // request runs the request side; it returns true when the request went
-  // to the upstream, which then answers through response. Otherwise the
-  // stream is over (a local reply, a reset, a failed VM).
-  request(ex) {
-    const reqBody = chunks(ex.body);
-    if (this.vm.failed) {
-      this.failReply();
-      return false;
-    }
-    this.invoke("proxy_on_context_create", this.vm.rootID);
-    const ha = this.invoke("proxy_on_request_headers", this.reqHdrs.length, reqBody.length === 0 ? 1 : 0);
-    if (this.vm.failed) this.failReply();
-    else if (this.pendingReply !== null) this.reply(); // the upstream never sees the request
-    else {
-      const held = !(ha === 0 || ha === 2);
-      if (!held) this.reqHdrsOut = true;
-      if (held && reqBody.length > 0 && !this.vm.allowStopIteration) {
-        // A pause on headers holds the body back as well: no body
-        // callback until the plugin resumes or answers (from a tick).
-        return "stuck";
-      }
-      const r = reqBody.length > 0 ? this.body(false, reqBody) : { done: true };
-      if (this.vm.failed) this.failReply();
-      else if (r.replied) this.reply();
-      else if (r.overflow) {
-        this.pendingReply = { status: 413, details: "request_payload_too_large", body: enc.encode("Payload Too Large"), headers: [], grpc: -1 };
-        this.reply();
-      } else if (ex.reset) {
-        this.out.reset = true;
-      } else {
-        this.out.upstream = r.done;
-        return true;
-      }
-    }
-    return false;
-  }
-  // response runs the response side with the upstream's answer.
-  response(status, headers, body) {
-    const rh = [[":status", String(status || 200)], ...(headers || []).map(([k, v]) => [k.toLowerCase(), v])];
-    const rb = chunks(body);
-    this.respHdrs = rh;
-    this.respStatus = status || 200;
-    const ha = this.invoke("proxy_on_response_headers", rh.length, rb.length === 0 ? 1 : 0);
-    this.respHdrsOut = this.pendingReply === null && (ha === 0 || ha === 2);
-    if (this.vm.failed) this.failReply();
-    else if (this.pendingReply !== null) this.reply();
-    else if (!this.respHdrsOut && rb.length > 0 && !this.vm.allowStopIteration) {
-      return "stuck";
-    } else {
-      const r2 = rb.length > 0 ? this.body(true, rb) : { done: true, released: [] };
-      if (this.vm.failed) this.failReply();
-      else if (r2.replied) this.reply();
-      else if (r2.overflow) {
-        this.pendingReply = { status: 500, details: "response_payload_too_large", body: enc.encode("Internal Server Error"), headers: [], grpc: -1 };
-        this.reply();
-      } else {
-        this.out.status = this.respStatus;
-        this.out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
-        this.out.body = rb.length > 0 ? r2.released : [];
-      }
-    }
-  }
   // settle waits, running the VM's ticks, until a stream that stalled
   // with its headers held is answered (a local reply from the tick), as
   // Envoy would leave it; after 30 s it answers 408 as Envoy's stream idle
@@ -586,7 +550,7 @@ class Stream {
     const started = Date.now();
     return new Promise((resolve) => {
       const poll = () => {
-        if (this.out.localReply || this.out.reset || this.vm.failed || Date.now() - started > 30000) {
+        if (this.out.localReply || this.out.reset || this.vm.failed || Date.now() - started > idleMS) {
           if (!this.out.localReply && !this.out.reset && !this.vm.failed) {
             this.pendingReply = { status: 408, details: "stream_idle_timeout", body: enc.encode("stream timeout"), headers: [], grpc: -1 };
             this.reply();
@@ -602,6 +566,348 @@ class Stream {
       setTimeout(poll, 10);
     });
   }
+  // ---- The filter manager, for the exchanges of the protocol ----
+  //
+  // "exchange", "begin" and "finish" drive a stream through the methods
+  // below, which follow Envoy's filter manager around this filter as the
+  // Go host in wasmhost/ does (docs/envoy-host-rules.md 2.2-2.6): events of
+  // either direction come as they come, a pause on headers holds the body
+  // back (StopAllIteration) unless allow_on_headers_stop_iteration is set,
+  // a body pause buffers, proxy_continue_stream and local replies run
+  // after the callback, a local reply goes through this filter's response
+  // callbacks until the response headers exist and straight to the client
+  // after, and a response that has ended stops the request. The HTTP
+  // front (serve) keeps its own simpler path.
+
+  // start begins a scripted exchange: ex's request, and the upstream's
+  // answer when given is true (else finish gives it).
+  start(ex, given) {
+    this.core = true;
+    const resp = given ? { status: ex.resp_status, headers: ex.resp_headers, body: ex.resp_body } : null;
+    this.x = {
+      reqBody: chunks(ex.body),
+      next: 0,
+      fed: 0,
+      reqDone: false,
+      reset: !!ex.reset,
+      after: ex.resp_after || 0,
+      endsEarly: !!ex.resp_ends_early,
+      given: resp,
+      waiting: false, // the upstream is due to answer and no answer was given
+      resp: null,
+      respHdrs: false,
+      respNext: 0,
+      respBodyOver: false,
+      respEnded: false,
+    };
+    if (this.vm.failed) return;
+    this.invoke("proxy_on_context_create", this.vm.rootID);
+    this.fmHeaders(false, this.x.reqBody.length === 0 && !this.x.reset);
+  }
+  // advance hands the filter every event that can come now; it returns
+  // true once the stream is over.
+  advance() {
+    for (;;) {
+      if (this.over()) return true;
+      if (!(this.upstreamStep() || this.respStep() || this.reqStep())) return false;
+    }
+  }
+  over() {
+    if (this.vm.failed) {
+      if (!this.final) {
+        this.failReply();
+        this.final = true;
+      }
+      return true;
+    }
+    return this.resp.complete || this.out.reset || (this.x.reset && this.x.reqDone);
+  }
+  // upstreamStep takes the upstream's answer once it is due: when the
+  // whole request has passed the filter, or after x.after body chunks
+  // once the request headers went upstream.
+  upstreamStep() {
+    const x = this.x;
+    if (x.resp !== null || this.out.reset || this.req.aborted || this.replying) return false;
+    if (!(this.req.complete || (x.after > 0 && x.fed >= x.after && this.reqHdrsOut))) return false;
+    if (x.given === null) {
+      x.waiting = true;
+      return false;
+    }
+    x.waiting = false;
+    const r = x.given;
+    x.resp = { status: r.status || 200, headers: (r.headers || []).map(([k, v]) => [k.toLowerCase(), v]), body: chunks(r.body) };
+    x.respHasBody = x.resp.body.some((c) => c.length > 0);
+    return true;
+  }
+  // endDue: an early answer from a full-duplex server ends once the whole
+  // request has passed to it, unless it ends early.
+  endDue() {
+    const x = this.x;
+    return x.after <= 0 || x.endsEarly || this.req.complete || this.req.aborted || this.out.reset;
+  }
+  respStep() {
+    const x = this.x, r = x.resp;
+    if (r === null || x.respEnded) return false;
+    if (this.out.reset || this.resp.aborted || this.replying) {
+      x.respEnded = true;
+      return false;
+    }
+    if (!x.respHdrs) {
+      x.respHdrs = true;
+      this.respHdrs = [[":status", String(r.status)], ...r.headers];
+      this.respStatus = r.status;
+      const end = !x.respHasBody && this.endDue();
+      x.respEnded = end;
+      x.respBodyOver = !x.respHasBody;
+      this.fmHeaders(true, end);
+      return true;
+    }
+    if (!x.respBodyOver) {
+      const i = x.respNext++;
+      const last = i === r.body.length - 1;
+      const eos = last && this.endDue();
+      x.respEnded = eos;
+      x.respBodyOver = last;
+      this.fmData(true, r.body[i], eos);
+      return true;
+    }
+    if (!this.endDue()) return false;
+    x.respEnded = true;
+    this.fmData(true, EMPTY, true);
+    return true;
+  }
+  reqStep() {
+    const x = this.x;
+    if (x.reqDone) return false;
+    if (this.out.reset || this.req.aborted || this.out.localReply) {
+      x.reqDone = true;
+      return false;
+    }
+    if (x.next < x.reqBody.length) {
+      const i = x.next++;
+      this.fmData(false, x.reqBody[i], !x.reset && i === x.reqBody.length - 1);
+      x.fed++;
+      return true;
+    }
+    x.reqDone = true;
+    return true;
+  }
+  // fmHeaders delivers headers: the callback, then the headers go on or
+  // are held (0 and 2 continue; 1 and 3+ stop all iteration).
+  fmHeaders(isResp, eos) {
+    const d = this.dir(isResp);
+    if (!isResp && eos) this.clientDone = true;
+    if (this.ended || this.out.reset || d.aborted || d.seen) return;
+    d.seen = true;
+    d.eosIn = d.eosDelivered = eos;
+    const n = isResp ? this.respHdrs.length : this.reqHdrs.length;
+    const a = this.invoke(isResp ? "proxy_on_response_headers" : "proxy_on_request_headers", n, eos ? 1 : 0);
+    if (!this.stopped(d)) {
+      if (a === 0 || a === 2) this.releaseHeaders(isResp);
+      else d.hdrsHeld = true;
+    }
+    this.pump(isResp);
+    this.flush();
+  }
+  // fmData delivers one body chunk as it arrives. Request data that comes
+  // once the response has ended is dropped before any filter
+  // (FilterManager::decodeData on local_complete_).
+  fmData(isResp, chunk, eos) {
+    const d = this.dir(isResp);
+    if (!isResp && eos) this.clientDone = true;
+    if (this.ended || this.out.reset || d.aborted || !d.seen || d.eosIn || (!isResp && this.resp.eosIn)) return;
+    d.eosIn = eos;
+    if (chunk.length > 0) d.held.push(chunk);
+    if (chunk.length === 0 && !eos) return;
+    this.pump(isResp);
+    this.flush();
+  }
+  stopped(d) {
+    return this.ended || this.out.reset || d.aborted || this.pendingReply !== null || this.vm.failed;
+  }
+  // pump delivers what the filter manager would deliver next in one
+  // direction: the data held so far in one callback with the total
+  // buffered, and marks the direction complete once its end has passed.
+  pump(isResp) {
+    const d = this.dir(isResp);
+    while (!this.stopped(d)) {
+      const blocked = d.hdrsHeld && !this.vm.allowStopIteration;
+      if (!blocked && (d.held.length > 0 || (d.eosIn && !d.eosDelivered))) {
+        d.buf = d.buf.length === 0 && d.held.length === 1 ? d.held[0] : Uint8Array.from(Buffer.concat([d.buf, ...d.held]));
+        d.held = [];
+        if (d.mode === "buffer" && d.buf.length > bufferLimit) {
+          this.overflow(isResp);
+          return;
+        }
+        this.deliverBody(isResp);
+        continue;
+      }
+      if (!d.hdrsHeld && d.mode === "none" && d.eosIn && d.eosDelivered && !d.complete) d.complete = true;
+      return;
+    }
+  }
+  deliverBody(isResp) {
+    const d = this.dir(isResp);
+    const eos = d.eosIn;
+    if (eos) d.eosDelivered = true;
+    if (!isResp) this.reqBodyCleared = false;
+    const a = this.invoke(isResp ? "proxy_on_response_body" : "proxy_on_request_body", d.buf.length, eos ? 1 : 0);
+    if (this.stopped(d)) return;
+    if (a === 0) {
+      if (d.hdrsHeld) this.releaseHeaders(isResp);
+      this.releaseBody(isResp);
+    } else if (a === 1) {
+      d.mode = "buffer";
+      if (d.buf.length > bufferLimit) this.overflow(isResp);
+    } else if (a === 2) {
+      d.mode = "watermark";
+    } else {
+      d.buf = EMPTY;
+      d.mode = "none";
+    }
+  }
+  releaseHeaders(isResp) {
+    const d = this.dir(isResp);
+    d.hdrsHeld = false;
+    if (isResp) this.respHdrsOut = true;
+    else this.reqHdrsOut = true;
+  }
+  releaseBody(isResp) {
+    const d = this.dir(isResp);
+    if (d.buf.length > 0) d.out.push(d.buf);
+    d.buf = EMPTY;
+    d.mode = "none";
+  }
+  // resume is proxy_continue_stream's action (continueDecoding,
+  // continueEncoding): what the filter held goes on, and held data comes
+  // to it. The request cannot continue once the response has ended.
+  resume(isResp) {
+    const d = this.dir(isResp);
+    if (this.ended || this.out.reset || d.aborted || !d.seen || (!isResp && this.resp.eosIn)) return;
+    if (d.hdrsHeld) this.releaseHeaders(isResp);
+    if (d.mode !== "none") this.releaseBody(isResp);
+    this.pump(isResp);
+  }
+  // flush runs what the callbacks queued, once the outermost one has
+  // returned: a local reply, then proxy_continue_stream's actions.
+  flush() {
+    if (this.flushing) return;
+    this.flushing = true;
+    for (;;) {
+      if (this.pendingReply !== null) {
+        this.fmReply();
+        continue;
+      }
+      const act = this.vm.pending.shift();
+      if (act === undefined) break;
+      act();
+    }
+    this.flushing = false;
+  }
+  // fmReply sends the queued local reply as FilterManager::sendLocalReply
+  // does: before any response headers, through this filter's response
+  // callbacks (the request side stops); once the upstream's headers
+  // exist but have not gone downstream, straight to the client in their
+  // place; after, a reset.
+  fmReply() {
+    const lr = this.pendingReply;
+    this.pendingReply = null;
+    if (this.ended || this.out.reset) return;
+    this.out.details = lr.details;
+    if (!this.resp.seen && !this.replying) {
+      this.req.aborted = true;
+      this.req.held = [];
+      this.req.buf = EMPTY;
+      this.replying = true;
+      this.out.localReply = true;
+      this.respHdrs = localReplyHeaders(lr);
+      this.respStatus = lr.status;
+      this.fmHeaders(true, lr.body.length === 0);
+      if (lr.body.length > 0) this.fmData(true, lr.body, true);
+      return;
+    }
+    if (!this.respHdrsOut) {
+      this.directReply(lr);
+      return;
+    }
+    this.out.reset = true;
+    this.out.details = "local_reply_after_response_started";
+  }
+  directReply(lr) {
+    this.req.aborted = true;
+    this.resp.aborted = true;
+    this.out.localReply = true;
+    this.out.details = lr.details;
+    this.respHdrs = localReplyHeaders(lr);
+    this.respStatus = lr.status;
+    this.respHdrsOut = true;
+    this.resp.out = lr.body.length > 0 ? [lr.body] : [];
+    this.resp.complete = true;
+  }
+  // overflow is the buffer limit: 413 for a request; for a response 500
+  // while its headers are held, else a reset.
+  overflow(isResp) {
+    if (!isResp) {
+      this.req.aborted = true;
+      this.pendingReply = { status: 413, details: "request_payload_too_large", body: enc.encode("Payload Too Large"), headers: [], grpc: -1 };
+      this.fmReply();
+    } else if (!this.respHdrsOut) {
+      this.directReply({ status: 500, details: "response_payload_too_large", body: enc.encode("Internal Server Error"), headers: [] });
+    } else {
+      this.out.reset = true;
+      this.out.details = "response_payload_too_large";
+    }
+  }
+  // wait lets a stream that cannot go on by itself wait, running the VM's
+  // ticks, for the plugin to answer or resume it; it applies Envoy's
+  // stream idle timeout (408 while the response has not gone downstream,
+  // else a reset; a reset the second time). It resolves once the stream
+  // is over, or is waiting for the upstream's answer.
+  wait() {
+    return new Promise((resolve) => {
+      let since = Date.now(), fired = false;
+      const poll = () => {
+        this.vm.tick();
+        if (this.advance() || this.x.waiting) {
+          resolve();
+          return;
+        }
+        if (Date.now() - since > idleMS) {
+          if (fired || this.respHdrsOut) {
+            this.out.reset = true;
+            this.out.details = "stream_idle_timeout";
+          } else {
+            fired = true;
+            since = Date.now();
+            this.pendingReply = { status: 408, details: "stream_idle_timeout", body: enc.encode("stream timeout"), headers: [], grpc: -1 };
+            this.flush();
+          }
+          if (this.advance()) {
+            resolve();
+            return;
+          }
+        }
+        setTimeout(poll, Math.max(10, Math.min(this.vm.tickMS || 100, 100)));
+      };
+      setTimeout(poll, 10);
+    });
+  }
+  // run advances the stream as far as it goes: to its end, or to the
+  // point where the upstream must answer (x.waiting); it resolves (or
+  // returns, when nothing had to wait) with the stream ended or open.
+  run() {
+    if (this.advance() || this.x.waiting) return this.settled();
+    return this.wait().then(() => this.settled());
+  }
+  settled() {
+    if (this.x.waiting && !this.over()) return { ...this.result(), open: true };
+    if (this.x.reset) {
+      this.out.reset = true;
+      this.out.details ||= "downstream_remote_disconnect";
+    }
+    this.end();
+    return { ...this.result(), open: false };
+  }
   // end runs proxy_on_log, proxy_on_done and proxy_on_delete.
   end() {
     this.ended = true;
@@ -610,11 +916,23 @@ class Stream {
       this.invoke("proxy_on_done");
       this.invoke("proxy_on_delete");
     }
+    this.pendingReply = null;
+    if (this.core) this.flush(); // actions queued now find the stream ended
     this.vm.streams.delete(this.id);
   }
   result() {
     const out = this.out;
+    if (this.core && !this.final && !out.reset) {
+      // What the filter released to the client and to the upstream.
+      if (this.respHdrsOut) {
+        out.status = this.respStatus;
+        out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
+        out.body = this.resp.out;
+      }
+      out.upstream = this.req.complete && !this.replying;
+    }
     return {
+      upstream_body: this.core ? Buffer.concat(this.req.out).toString("base64") : "",
       stream: this.id,
       status: out.status,
       local_reply: out.localReply,
@@ -628,6 +946,39 @@ class Stream {
       filter_state: Object.fromEntries([...this.props].map(([k, v]) => [k.replaceAll("\0", "."), dec.decode(v)])),
     };
   }
+}
+
+// newDir is one direction of a stream as the filter manager sees it
+// around this filter.
+function newDir() {
+  return {
+    buf: EMPTY, // what the filter saw and has not released
+    mode: "none", // "buffer" after a body pause, "watermark" after 2
+    seen: false, // the headers reached the filter
+    hdrsHeld: false, // the headers callback stopped iteration
+    held: [], // data that arrived and has not reached the filter
+    eosIn: false, // the end of stream arrived
+    eosDelivered: false, // the filter saw it
+    complete: false, // the end passed the filter
+    aborted: false,
+    out: [], // released past the filter
+  };
+}
+
+// localReplyHeaders builds a local reply's headers as Envoy's
+// Utility::sendLocalReply does: :status, content-length, content-type
+// text/plain with a body (unless the plugin set one), then the plugin's.
+function localReplyHeaders(lr) {
+  const h = [[":status", String(lr.status)]];
+  const hasCT = lr.headers.some(([k]) => k.toLowerCase() === "content-type");
+  if (lr.body.length > 0) {
+    h.push(["content-length", String(lr.body.length)]);
+    if (!hasCT) h.push(["content-type", "text/plain"]);
+  } else {
+    h.push(["content-length", "0"]);
+  }
+  for (const [k, v] of lr.headers) h.push([k.toLowerCase(), v]);
+  return h;
 }
 
 // chunks reads body chunks: base64 strings from the protocol, or bytes
@@ -736,37 +1087,31 @@ function handle(req) {
       vms.set(id, v);
       return { vm: id };
     }
-    // One whole stream, the upstream's answer given with the request.
-    case "exchange": {
-      const ex = req.exchange;
-      const st = new Stream(vm, ex);
-      vm.streams.set(st.id, st);
-      let r = st.request(ex);
-      if (r === true) r = st.response(ex.resp_status, ex.resp_headers, ex.resp_body);
-      if (r === "stuck") return st.settle();
-      st.end();
-      return st.result();
-    }
+    // One whole stream, the upstream's answer given with the request (and
+    // handed to the filter when resp_after says).
+    case "exchange":
     // A stream in two steps, for a proxy that asks the upstream in between:
-    // "begin" runs the request side; when the result says upstream (and the
-    // stream is still open), "finish" gives the upstream's answer.
+    // "begin" runs the stream until the upstream must answer (the result
+    // says open), "finish" gives the answer.
     case "begin": {
       const ex = req.exchange;
       const st = new Stream(vm, ex);
       vm.streams.set(st.id, st);
-      const open = st.request(ex);
-      if (open === "stuck") return st.settle().then((r) => ({ ...r, open: false }));
-      if (!open) st.end();
-      return { ...st.result(), open };
+      st.start(ex, req.op === "exchange");
+      return st.run();
     }
     case "finish": {
       const st = vm.streams.get(req.stream);
-      if (st === undefined) throw new Error(`no open stream ${req.stream}`);
-      // No response: the upstream failed, and Envoy's router answers 503.
-      const r = req.response || { status: 503, headers: [["content-type", "text/plain"]], body: [Buffer.from("upstream connect error").toString("base64")] };
-      st.response(r.status, r.headers, r.body);
-      st.end();
-      return st.result();
+      if (st === undefined || !st.core) throw new Error(`no open stream ${req.stream}`);
+      if (req.response) {
+        st.x.given = req.response;
+      } else {
+        // No response: the upstream failed, and Envoy's router answers 503.
+        st.pendingReply = { status: 503, details: "upstream_reset_before_response_started{connection_failure}", body: enc.encode("upstream connect error"), headers: [], grpc: -1 };
+        st.x.waiting = false;
+        st.flush();
+      }
+      return st.run();
     }
     case "tick":
       vm.tick();

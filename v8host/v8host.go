@@ -74,6 +74,10 @@ type Options struct {
 	// BufferLimit is the per-stream body buffer limit in bytes (Envoy's
 	// per_connection_buffer_limit_bytes); 0 means 1 MiB.
 	BufferLimit int
+	// StreamIdleTimeout is the HCM's stream idle timeout: a stream that
+	// waits longer for the plugin is answered 408, or reset once its
+	// response went downstream. 0 means 30 s.
+	StreamIdleTimeout time.Duration
 	// Stderr receives Node's own error output; nil discards it.
 	Stderr io.Writer
 }
@@ -108,7 +112,11 @@ func Start(opts Options) (*Engine, error) {
 	if p := os.Getenv("WAFGUARD_V8HOST"); p != "" {
 		script = p // another version of the host, to compare
 	}
-	args := append(append([]string(nil), NodeFlags...), script, opts.Wasm, strconv.Itoa(limit))
+	idle := opts.StreamIdleTimeout
+	if idle <= 0 {
+		idle = 30 * time.Second
+	}
+	args := append(append([]string(nil), NodeFlags...), script, opts.Wasm, strconv.Itoa(limit), strconv.FormatInt(idle.Milliseconds(), 10))
 	cmd := exec.Command(node, args...)
 	cmd.Stderr = opts.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -298,6 +306,16 @@ type Exchange struct {
 	RespStatus  int
 	RespHeaders [][2]string
 	RespBody    [][]byte
+	// RespAfter, when positive, has the upstream answer while the request
+	// body is still arriving, as streaming and full-duplex servers do:
+	// once the request headers went upstream and RespAfter body chunks
+	// reached the filter, the response's headers and body chunks come
+	// before the next request chunk, and its end once the whole request
+	// has passed to the upstream (at once with RespEndsEarly, as from a
+	// server that answers without reading the body). Envoy's rules for
+	// such a response are docs/envoy-host-rules.md 2.6.
+	RespAfter     int
+	RespEndsEarly bool
 }
 
 // Result is what the client and the upstream saw.
@@ -307,11 +325,14 @@ type Result struct {
 	Upstream   bool `json:"upstream"`
 	// UpstreamHeaders says that the request headers went upstream, even
 	// if a local reply followed (the upstream then saw a reset).
-	UpstreamHeaders bool        `json:"upstream_headers"`
-	Reset           bool        `json:"reset"`
-	Details         string      `json:"details"`
-	Headers         [][2]string `json:"headers"`
-	Body            []byte      `json:"body"`
+	UpstreamHeaders bool `json:"upstream_headers"`
+	// UpstreamBody is the request body the filter released towards the
+	// upstream, whole or not.
+	UpstreamBody []byte      `json:"upstream_body"`
+	Reset        bool        `json:"reset"`
+	Details      string      `json:"details"`
+	Headers      [][2]string `json:"headers"`
+	Body         []byte      `json:"body"`
 	// Failed says that the VM has trapped (in this exchange or before).
 	Failed bool `json:"failed"`
 	// FilterState is what the plugin stored with proxy_set_property,
@@ -328,13 +349,15 @@ func (vm *VM) Exchange(ex Exchange) (Result, error) {
 
 // wireExchange is an Exchange as host.mjs reads it.
 type wireExchange struct {
-	Headers     [][2]string `json:"headers"`
-	Body        [][]byte    `json:"body,omitempty"`
-	Reset       bool        `json:"reset,omitempty"`
-	Info        wireInfo    `json:"info"`
-	RespStatus  int         `json:"resp_status,omitempty"`
-	RespHeaders [][2]string `json:"resp_headers,omitempty"`
-	RespBody    [][]byte    `json:"resp_body,omitempty"`
+	Headers       [][2]string `json:"headers"`
+	Body          [][]byte    `json:"body,omitempty"`
+	Reset         bool        `json:"reset,omitempty"`
+	Info          wireInfo    `json:"info"`
+	RespStatus    int         `json:"resp_status,omitempty"`
+	RespHeaders   [][2]string `json:"resp_headers,omitempty"`
+	RespBody      [][]byte    `json:"resp_body,omitempty"`
+	RespAfter     int         `json:"resp_after,omitempty"`
+	RespEndsEarly bool        `json:"resp_ends_early,omitempty"`
 }
 
 type wireInfo struct {
@@ -348,6 +371,7 @@ func toWire(ex Exchange) wireExchange {
 		Headers: ex.Headers, Body: ex.Body, Reset: ex.Reset,
 		Info:       wireInfo{Source: ex.Source, Destination: ex.Destination, Protocol: ex.Protocol},
 		RespStatus: ex.RespStatus, RespHeaders: ex.RespHeaders, RespBody: ex.RespBody,
+		RespAfter: ex.RespAfter, RespEndsEarly: ex.RespEndsEarly,
 	}
 }
 

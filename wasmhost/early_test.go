@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wafguard/wafguard/internal/earlycases"
 )
 
 // Tests of the rules for an upstream response that arrives before the
@@ -62,91 +64,49 @@ func wantLines(t *testing.T, got []string, want ...string) {
 	}
 }
 
-// A response that arrives after chunk 1 of 3 reaches on_response_headers
-// and on_response_body before chunk 2; its end follows the request's end
-// (a full-duplex server ends once it has read the request). The upstream
-// answered having seen chunk 1 only.
-func TestEarly_responseBetweenChunks(t *testing.T) {
-	up := &earlyUp{r: Response{Status: 200, Body: chunks("r1", "r2")}}
-	req := &Request{Headers: post("/"), Body: chunks("a", "b", "c"), ResponseAfter: 1}
-	r, lines := earlyExchange(t, "pass", PluginConfig{}, Options{}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		`response_body 2 "r1" eos=false`,
-		`response_body 2 "r2" eos=false`,
-		`request_body 1 "b" eos=false`,
-		`request_body 1 "c" eos=true`,
-		`response_body 0 "" eos=true`,
-		"done held=false")
-	if r.Status != 200 || string(r.Body) != "r1r2" || !r.Complete || !r.Upstream || string(r.UpstreamBody) != "abc" {
-		t.Errorf("result %+v", r)
+// The cases both hosts run (internal/earlycases): the callbacks the plugin
+// sees, and what the client and the upstream get.
+func TestEarly_cases(t *testing.T) {
+	cases, err := earlycases.Load()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(up.seen) != 1 || string(up.seen[0].Body) != "a" {
-		t.Errorf("the upstream answered having seen %+v, want chunk a", up.seen)
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			up := &earlyUp{r: Response{Status: 200, Body: earlycases.Chunks(c.RespBody)}}
+			req := &Request{Headers: post("/"), Body: earlycases.Chunks(c.Body), ResponseAfter: c.RespAfter, ResponseEndsEarly: c.EndsEarly}
+			opts := Options{StreamIdleTimeout: time.Duration(c.IdleMS) * time.Millisecond}
+			r, lines := earlyExchange(t, c.Words, PluginConfig{AllowOnHeadersStopIteration: c.StopIteration}, opts, req, up)
+			wantLines(t, lines, c.Callbacks...)
+			if r.Status != c.Status || r.LocalReply != c.LocalReply || string(r.Body) != c.Resp || string(r.UpstreamBody) != c.UpstreamBody {
+				t.Errorf("client got %d (local reply %v) %q, upstream %q; want %d (%v) %q, upstream %q",
+					r.Status, r.LocalReply, r.Body, r.UpstreamBody, c.Status, c.LocalReply, c.Resp, c.UpstreamBody)
+			}
+		})
 	}
 }
 
-// Response headers the filter holds do not stop the request: its body
-// callbacks keep coming (buffered here, each with the total so far), and a
-// proxy_continue_stream(1) from the last one releases the response after
-// the callback; the body held under StopAll reaches the filter in one
-// callback. Nothing of the body reached the upstream before the filter
-// released it.
-func TestEarly_heldResponseResumedFromRequest(t *testing.T) {
-	up := &earlyUp{r: Response{Status: 200, Body: chunks("r1", "r2")}}
-	req := &Request{Headers: post("/"), Body: chunks("a", "b", "c"), ResponseAfter: 1}
-	r, lines := earlyExchange(t, "hold resume", PluginConfig{}, Options{}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		`request_body 2 "ab" eos=false`,
-		`request_body 3 "abc" eos=true`,
-		"resume",
-		`response_body 4 "r1r2" eos=false`,
-		`response_body 0 "" eos=true`,
-		"done held=false")
-	if r.Status != 200 || string(r.Body) != "r1r2" || !r.Complete || !r.Upstream || string(r.UpstreamBody) != "abc" {
-		t.Errorf("result %+v", r)
-	}
-	if len(up.seen) != 1 || len(up.seen[0].Body) != 0 {
-		t.Errorf("the upstream answered having seen %+v, want no body", up.seen)
+// A plain Upstream that answers early is called with what the filter had
+// released then: the first chunk when the filter lets chunks pass, nothing
+// when it buffers the body.
+func TestEarly_upstreamSeesWhatWasReleased(t *testing.T) {
+	for words, want := range map[string]string{"pass": "a", "hold resume": ""} {
+		up := &earlyUp{r: Response{Status: 200}}
+		req := &Request{Headers: post("/"), Body: chunks("a", "b"), ResponseAfter: 1}
+		r, _ := earlyExchange(t, words, PluginConfig{}, Options{}, req, up)
+		if len(up.seen) != 1 || string(up.seen[0].Body) != want || r.Status != 200 || string(r.UpstreamBody) != "ab" {
+			t.Errorf("%s: the upstream answered having seen %q (called %d times), result %d, whole body %q; want %q, 200, ab",
+				words, seenBody(up), len(up.seen), r.Status, r.UpstreamBody, want)
+		}
 	}
 }
 
-// With allow_on_headers_stop_iteration the response body comes to the
-// filter while its headers are held, and a body Pause buffers it; from the
-// request's last callback the filter reads the whole buffered response
-// body (Context::getBuffer). Under StopAll it reads nothing: the body is
-// held by Envoy, unseen.
-func TestEarly_responseBodyFromRequestCallback(t *testing.T) {
-	up := &earlyUp{r: Response{Status: 200, Body: chunks("r1", "r2")}}
-	req := &Request{Headers: post("/"), Body: chunks("a", "b"), ResponseAfter: 1}
-	r, lines := earlyExchange(t, "hold resume peek", PluginConfig{AllowOnHeadersStopIteration: true}, Options{}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		`response_body 2 "r1" eos=false`,
-		`response_body 4 "r1r2" eos=false`,
-		`request_body 2 "ab" eos=true`,
-		`peek "r1r2" <nil>`,
-		"resume",
-		`response_body 0 "" eos=true`,
-		"done held=false")
-	if r.Status != 200 || string(r.Body) != "r1r2" || !r.Complete {
-		t.Errorf("result %+v", r)
+func seenBody(u *earlyUp) string {
+	if len(u.seen) == 0 {
+		return ""
 	}
-
-	_, lines = earlyExchange(t, "hold resume peek", PluginConfig{}, Options{}, req, up)
-	if !containsLine(lines, `peek "" error status returned by host: not found`) {
-		t.Errorf("under StopAll the filter read the held body: %q", lines)
-	}
+	return string(u.seen[0].Body)
 }
-
-func containsLine(lines []string, l string) bool { return indexLine(lines, l) >= 0 }
 
 func indexLine(lines []string, l string) int {
 	for i, x := range lines {
@@ -155,55 +115,6 @@ func indexLine(lines []string, l string) int {
 		}
 	}
 	return -1
-}
-
-// A local reply from a request callback while the upstream's response
-// headers are held is direct: it replaces the held response, no response
-// callback runs for it, and the upstream got none of the body.
-func TestEarly_localReplyReplacesHeldResponse(t *testing.T) {
-	up := &earlyUp{r: Response{Status: 200, Body: chunks("r1")}}
-	req := &Request{Headers: post("/"), Body: chunks("a", "<attack>", "c"), ResponseAfter: 1}
-	r, lines := earlyExchange(t, "hold reply", PluginConfig{}, Options{}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		`request_body 9 "a<attack>" eos=false`,
-		`request_body 10 "a<attack>c" eos=true`,
-		"done held=true")
-	if r.Status != 403 || !r.LocalReply || string(r.Body) != "blocked" || hdr(r.Headers, "x-early") != "reply" || r.Upstream || len(r.UpstreamBody) != 0 {
-		t.Errorf("result %+v, want the direct 403 and nothing of the body upstream", r)
-	}
-}
-
-// A response that ends before the request stops it: Envoy gives the filter
-// no more request data and cannot continue the request, so a filter that
-// holds the response until the request ends waits until the stream idle
-// timeout, which answers directly (the response headers exist). A
-// response the filter lets pass ends the stream when it is complete.
-func TestEarly_responseEndsFirst(t *testing.T) {
-	up := &earlyUp{r: Response{Status: 200, Body: chunks("r1")}}
-	req := &Request{Headers: post("/"), Body: chunks("a", "b", "c"), ResponseAfter: 1, ResponseEndsEarly: true}
-	r, lines := earlyExchange(t, "hold resume", PluginConfig{}, Options{StreamIdleTimeout: 200 * time.Millisecond}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		"done held=true")
-	if r.Status != 408 || !r.LocalReply || r.Details != "stream_idle_timeout" || len(r.UpstreamBody) != 0 {
-		t.Errorf("result %+v, want the 408 of the idle timeout", r)
-	}
-
-	r, lines = earlyExchange(t, "pass", PluginConfig{}, Options{}, req, up)
-	wantLines(t, lines,
-		"request_headers eos=false",
-		`request_body 1 "a" eos=false`,
-		"response_headers 200 eos=false request_end=false",
-		`response_body 2 "r1" eos=true`,
-		"done held=false")
-	if r.Status != 200 || string(r.Body) != "r1" || !r.Complete || r.Upstream || string(r.UpstreamBody) != "a" {
-		t.Errorf("result %+v, want the response whole, chunk a upstream and no more", r)
-	}
 }
 
 // earlyStreamUp is a StreamingUpstream that answers at once, then reads
