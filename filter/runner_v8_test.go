@@ -118,6 +118,7 @@ func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 		RespStatus:  ex.upstreamStatus(),
 		RespHeaders: ex.respHeaders,
 		RespBody:    ex.respBody,
+		RespAfter:   ex.respAfter,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 		p.r.mu.Unlock()
 	}
 	p.filterState = res.FilterState
-	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders}
+	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders, upstreamBody: append([]byte(nil), res.UpstreamBody...)}
 	if res.Reset || res.Status == 0 {
 		return out
 	}

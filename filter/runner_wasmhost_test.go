@@ -127,17 +127,18 @@ var wasmInfo = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationA
 func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
 	req := &wasmhost.Request{
-		Headers: ex.requestHeaders(),
-		Body:    ex.body,
-		Reset:   ex.reset,
-		Info:    wasmInfo,
+		Headers:       ex.requestHeaders(),
+		Body:          ex.body,
+		Reset:         ex.reset,
+		Info:          wasmInfo,
+		ResponseAfter: ex.respAfter,
 	}
 	up := wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamRequest) (*wasmhost.Response, error) {
 		return &wasmhost.Response{Status: ex.upstreamStatus(), Headers: ex.respHeaders, Body: ex.respBody}, nil
 	})
 	res := p.v.vm.Exchange(context.Background(), req, up)
 	p.filterState = res.FilterState
-	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders}
+	out := outcome{upstream: res.Upstream, upstreamHeaders: res.UpstreamHeaders, upstreamBody: append([]byte(nil), res.UpstreamBody...)}
 	if res.Reset || res.Status == 0 {
 		return out
 	}
