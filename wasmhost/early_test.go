@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wafguard/wafguard/internal/earlycases"
+	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
 // Tests of the rules for an upstream response that arrives before the
@@ -226,5 +227,81 @@ func TestHandler_earlyResponse(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || string(b) != "early;firstsecond" || err != nil || !resp.Close {
 		t.Errorf("got %d %q (%v), connection close %v; want 200 \"early;firstsecond\" and the connection closed", resp.StatusCode, b, err, resp.Close)
+	}
+}
+
+// The plugin itself (build/main.wasm) behind Handler, with an upstream
+// that writes its response headers before it reads the body: an attack
+// the client sends after the upstream's answer is blocked, and the
+// upstream reads none of the body; a benign body reaches it whole.
+func TestHandler_earlyResponsePlugin(t *testing.T) {
+	wasm := plugintest.Read(t)
+	type seen struct {
+		body []byte
+		err  error
+	}
+	got := make(chan seen, 1)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		w.WriteHeader(200)
+		_ = http.NewResponseController(w).Flush()
+		b, err := io.ReadAll(r.Body)
+		got <- seen{b, err}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer backend.Close()
+	up, err := NewHTTPUpstream(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Compile(context.Background(), wasm, Options{CacheDir: testCacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	cfg := `{"directives_map": {"r": ["SecRuleEngine On", "SecRequestBodyAccess On",
+	  "SecRule ARGS_POST \"@rx <script\" \"id:1,phase:2,deny,status:403,t:lowercase\""]}, "default_directives": "r"}`
+	pool, err := m.NewPool(context.Background(), PluginConfig{Name: "waf", RootID: "waf", VMID: "waf", Configuration: []byte(cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	srv := httptest.NewServer(&Handler{Pool: pool, Upstream: up})
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		second     string
+		status     int
+		upstreamed string
+	}{
+		{"&q=%3Cscript%3Ealert(1)", 403, ""},
+		{"&q=hello", 200, "a=1&q=hello"},
+	} {
+		pr, pw := io.Pipe()
+		go func() {
+			_, _ = pw.Write([]byte("a=1"))
+			// The upstream answers meanwhile, and the filter holds its
+			// response.
+			time.Sleep(200 * time.Millisecond)
+			_, _ = pw.Write([]byte(tc.second))
+			pw.Close()
+		}()
+		req, _ := http.NewRequest("POST", srv.URL+"/form", pr)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var s seen
+		select {
+		case s = <-got:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the upstream never answered")
+		}
+		if resp.StatusCode != tc.status || string(s.body) != tc.upstreamed {
+			t.Errorf("second part %q: client got %d, the upstream read %q (%v); want %d and %q", tc.second, resp.StatusCode, s.body, s.err, tc.status, tc.upstreamed)
+		}
 	}
 }
