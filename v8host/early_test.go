@@ -1,9 +1,6 @@
 package v8host
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +14,7 @@ import (
 // the client and the upstream get, follow Envoy's rules
 // (docs/envoy-host-rules.md 2.6) as on wazero.
 func TestV8_earlyCases(t *testing.T) {
-	if _, err := NodePath(); err != nil {
-		if os.Getenv("WAFGUARD_V8_REQUIRED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	wasm := filepath.Join(t.TempDir(), "early.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, earlycases.PluginDir())
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the test plugin: %v\n%s", err, b)
-	}
+	wasm := testPlugin(t, "early")
 	// One idle timeout for every case: only the case that waits for it
 	// waits at all.
 	e, err := Start(Options{Wasm: wasm, StreamIdleTimeout: 200 * time.Millisecond})

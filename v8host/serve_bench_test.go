@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -27,23 +25,7 @@ import (
 // It skips without Node, as the tests do; the plugin is built with the Go
 // toolchain (GOOS=wasip1).
 func BenchmarkServe_passThrough(b *testing.B) {
-	if _, err := NodePath(); err != nil {
-		if os.Getenv("WAFGUARD_V8_REQUIRED") != "" {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
-	dir, err := Dir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	wasm := filepath.Join(b.TempDir(), "passthrough.wasm")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "./wasmhost/testdata/passthrough")
-	build.Dir = filepath.Join(dir, "..")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building the pass-through plugin: %v\n%s", err, out)
-	}
+	wasm := testPlugin(b, "passthrough")
 	e, err := Start(Options{Wasm: wasm, Stderr: os.Stderr})
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,16 +16,42 @@ import (
 	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
+// requireNode skips tb when Node 26 is not installed, or fails it with
+// WAFGUARD_V8_REQUIRED set, as in CI.
+func requireNode(tb testing.TB) {
+	tb.Helper()
+	if _, err := NodePath(); err != nil {
+		if os.Getenv("WAFGUARD_V8_REQUIRED") != "" {
+			tb.Fatal(err)
+		}
+		tb.Skip(err)
+	}
+}
+
+// testPlugin builds the wasmhost test plugin wasmhost/testdata/<name> with
+// the Go toolchain and returns its path, after requireNode.
+func testPlugin(tb testing.TB, name string) string {
+	tb.Helper()
+	requireNode(tb)
+	dir, err := Dir()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wasm := filepath.Join(tb.TempDir(), name+".wasm")
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "./wasmhost/testdata/"+name)
+	build.Dir = filepath.Join(dir, "..")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("building the test plugin %s: %v\n%s", name, err, out)
+	}
+	return wasm
+}
+
 // startEngine starts Node with build/main.wasm, or skips when Node is not
 // installed (fails instead with WAFGUARD_V8_REQUIRED set, as in CI).
 func startEngine(t *testing.T) *Engine {
 	t.Helper()
-	if _, err := NodePath(); err != nil {
-		if os.Getenv("WAFGUARD_V8_REQUIRED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireNode(t)
 	plugintest.Read(t) // skips, or fails with WASM_REQUIRED, without the build
 	e, err := Start(Options{Wasm: plugintest.Path()})
 	if err != nil {

@@ -49,15 +49,15 @@ func Chunks(s []string) [][]byte {
 	return out
 }
 
-// PluginDir is the test plugin's source directory.
-func PluginDir() string {
+// pluginDir is the test plugin's source directory.
+func pluginDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "wasmhost", "testdata", "early")
 }
 
 // Load reads the cases (cases.json beside the plugin).
 func Load() ([]Case, error) {
-	b, err := os.ReadFile(filepath.Join(PluginDir(), "cases.json"))
+	b, err := os.ReadFile(filepath.Join(pluginDir(), "cases.json"))
 	if err != nil {
 		return nil, err
 	}
