@@ -332,6 +332,14 @@ class VM {
         else m.value += 1n;
         return OK;
       },
+      // Context::getMetric: a counter's or a gauge's value; a histogram's
+      // is BadArgument.
+      proxy_get_metric(id, ptr) {
+        const m = metrics[id];
+        if (m === undefined) return NOT_FOUND;
+        if (m.type === 2) return BAD_ARGUMENT;
+        return vm.u64(ptr, m.value) ? OK : INVALID_MEMORY;
+      },
       proxy_get_property(pPtr, pLen, vPtr, vLen) {
         const path = vm.str(pPtr, pLen);
         if (path === null) return INVALID_MEMORY;
