@@ -16,11 +16,40 @@ var (
 	infoEnd   = []byte("\xf92C1\x86\x18 r\x00\x82B\x10A\x16\xd8\xf2")
 )
 
-// Module paths whose versions the images are labelled with.
-const (
-	CorazaModule = "github.com/corazawaf/coraza/v3"
-	CRSModule    = "github.com/corazawaf/coraza-coreruleset/v4"
-)
+// CorazaModule is the module path whose version the images are labelled
+// with.
+const CorazaModule = "github.com/corazawaf/coraza/v3"
+
+// crsSignature starts the line of a CRS release's
+// rules/REQUEST-901-INITIALIZATION.conf that names the release; the
+// module embeds the release's files as they are (filter/rules).
+var crsSignature = []byte(`SecComponentSignature "OWASP_CRS/`)
+
+// CRSFromModule returns the version of the CRS release a module embeds,
+// read from the release's own signature line in its rule files.
+func CRSFromModule(wasm []byte) (string, error) {
+	found := ""
+	for rest := wasm; ; {
+		i := bytes.Index(rest, crsSignature)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(crsSignature):]
+		j := bytes.IndexByte(rest, '"')
+		if j <= 0 || j > 64 {
+			continue
+		}
+		v := string(rest[:j])
+		if found != "" && v != found {
+			return "", fmt.Errorf("the module embeds two CRS releases, %s and %s", found, v)
+		}
+		found = v
+	}
+	if found == "" {
+		return "", errors.New("no CRS release in the module (no SecComponentSignature \"OWASP_CRS/...\" line): is it the plugin?")
+	}
+	return found, nil
+}
 
 // ReadBuildInfo returns the build information the Go toolchain embedded
 // in a module it compiled.
@@ -57,17 +86,18 @@ func DepVersion(bi *debug.BuildInfo, path string) string {
 	return ""
 }
 
-// VersionsFromModule fills md's Coraza and CRS versions from the module's
-// build information: the versions actually linked in.
+// VersionsFromModule fills md's Coraza and CRS versions from the module:
+// Coraza's from its build information, the version actually linked in;
+// the CRS release's from the rule files it embeds (CRSFromModule).
 func VersionsFromModule(md *Metadata, wasm []byte) error {
 	bi, err := ReadBuildInfo(wasm)
 	if err != nil {
 		return err
 	}
 	md.Coraza = DepVersion(bi, CorazaModule)
-	md.CRS = DepVersion(bi, CRSModule)
-	if md.Coraza == "" || md.CRS == "" {
-		return fmt.Errorf("the module's build information lists no %s or %s: is it the plugin?", CorazaModule, CRSModule)
+	if md.Coraza == "" {
+		return fmt.Errorf("the module's build information lists no %s: is it the plugin?", CorazaModule)
 	}
-	return nil
+	md.CRS, err = CRSFromModule(wasm)
+	return err
 }

@@ -90,14 +90,15 @@ const ModuleFile = "plugin.wasm"
 // Label keys written on every image (config labels of the compat image,
 // manifest annotations of the artifacts).
 const (
-	LabelTitle    = "org.opencontainers.image.title"
-	LabelSource   = "org.opencontainers.image.source"
-	LabelRevision = "org.opencontainers.image.revision"
-	LabelVersion  = "org.opencontainers.image.version"
-	LabelCreated  = "org.opencontainers.image.created"
-	LabelCoraza   = "io.wafguard.coraza.version"
-	LabelCRS      = "io.wafguard.crs.version"
-	LabelModule   = "io.wafguard.module.sha256"
+	LabelTitle     = "org.opencontainers.image.title"
+	LabelSource    = "org.opencontainers.image.source"
+	LabelRevision  = "org.opencontainers.image.revision"
+	LabelVersion   = "org.opencontainers.image.version"
+	LabelCreated   = "org.opencontainers.image.created"
+	LabelCoraza    = "io.wafguard.coraza.version"
+	LabelCRS       = "io.wafguard.crs.version"
+	LabelCRSCommit = "io.wafguard.crs.commit"
+	LabelModule    = "io.wafguard.module.sha256"
 )
 
 // Metadata describes the build the images are made from.
@@ -107,7 +108,14 @@ type Metadata struct {
 	Created  time.Time // commit time; zero leaves the image undated
 	Source   string    // repository URL
 	Coraza   string    // github.com/corazawaf/coraza/v3 version in the module
-	CRS      string    // github.com/corazawaf/coraza-coreruleset/v4 version in the module
+	CRS      string    // the CRS release the module embeds (CRSFromModule)
+	// CRSCommit is the upstream commit of that release (its manifest in
+	// filter/rules/crs).
+	CRSCommit string
+	// CRSDefault is true when CRS is the release the plugin embeds by
+	// default; the tag of an image of another release says which
+	// (TagFor).
+	CRSDefault bool
 }
 
 // Labels returns the labels of an image of the module whose sha256 is
@@ -124,6 +132,7 @@ func (m Metadata) Labels(moduleSHA string) map[string]string {
 	set(LabelVersion, m.Version)
 	set(LabelCoraza, m.Coraza)
 	set(LabelCRS, m.CRS)
+	set(LabelCRSCommit, m.CRSCommit)
 	if !m.Created.IsZero() {
 		l[LabelCreated] = m.Created.UTC().Format(time.RFC3339)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/wafguard/wafguard/filter/rules"
 	"github.com/wafguard/wafguard/internal/plugintest"
 )
 
@@ -27,12 +28,14 @@ func fakeModule(body string) []byte {
 }
 
 var testMeta = Metadata{
-	Revision: "0123456789abcdef0123456789abcdef01234567",
-	Version:  "v0.1.0-3-g0123456",
-	Created:  time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),
-	Source:   "https://github.com/wafguard/wafguard",
-	Coraza:   "v3.8.1",
-	CRS:      "v4.25.0",
+	Revision:   "0123456789abcdef0123456789abcdef01234567",
+	Version:    "v0.1.0-3-g0123456",
+	Created:    time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),
+	Source:     "https://github.com/wafguard/wafguard",
+	Coraza:     "v3.8.1",
+	CRS:        "4.25.1",
+	CRSCommit:  "3b89d5a05322f448b4b74b9cadc5fb05ac6915ad",
+	CRSDefault: true,
 }
 
 func readAll(t *testing.T, open func() (io.ReadCloser, error)) []byte {
@@ -53,8 +56,9 @@ func checkLabels(t *testing.T, got map[string]string, wasm []byte) {
 	t.Helper()
 	want := map[string]string{
 		LabelTitle: "wafguard", LabelRevision: testMeta.Revision, LabelVersion: testMeta.Version,
-		LabelSource: testMeta.Source, LabelCoraza: "v3.8.1", LabelCRS: "v4.25.0",
-		LabelCreated: "2026-12-01T10:00:00Z", LabelModule: ModuleSHA256(wasm),
+		LabelSource: testMeta.Source, LabelCoraza: "v3.8.1", LabelCRS: "4.25.1",
+		LabelCRSCommit: testMeta.CRSCommit,
+		LabelCreated:   "2026-12-01T10:00:00Z", LabelModule: ModuleSHA256(wasm),
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -342,24 +346,34 @@ func TestTagFor(t *testing.T) {
 		"v0.1.0": "wafguard:v0.1.0", "f540c6f-dirty": "wafguard:f540c6f-dirty",
 		"": "wafguard:v", "v1+meta/x": "wafguard:v1_meta_x", "-x": "wafguard:v-x",
 	} {
-		if got := TagFor(in); got != want {
+		if got := TagFor(Metadata{Version: in, CRS: "4.25.1", CRSDefault: true}); got != want {
 			t.Errorf("TagFor(%q) = %q, want %q", in, got, want)
 		}
+	}
+	if got, want := TagFor(Metadata{Version: "0.1.0", CRS: "4.28.0"}), "wafguard:0.1.0-crs4.28.0"; got != want {
+		t.Errorf("TagFor of another CRS release = %q, want %q", got, want)
 	}
 }
 
 func TestReadBuildInfo(t *testing.T) {
 	text := "path\tgithub.com/wafguard/wafguard\nmod\tgithub.com/wafguard/wafguard\t(devel)\t\n" +
-		"dep\t" + CorazaModule + "\tv3.8.1\th1:x=\n" +
-		"dep\t" + CRSModule + "\tv4.0.0\th1:y=\n=>\tgithub.com/example/crs\tv4.25.0\th1:z=\n"
+		"dep\t" + CorazaModule + "\tv3.8.1\th1:x=\n"
 	wasm := append(fakeModule("code"), infoStart...)
 	wasm = append(append(wasm, text...), infoEnd...)
+	sig := "\nSecComponentSignature \"OWASP_CRS/4.25.1\"\n"
 	var md Metadata
-	if err := VersionsFromModule(&md, append(wasm, "data"...)); err != nil {
+	if err := VersionsFromModule(&md, append(wasm, sig+"data"+sig...)); err != nil {
 		t.Fatal(err)
 	}
-	if md.Coraza != "v3.8.1" || md.CRS != "v4.25.0" {
-		t.Errorf("versions %q, %q: want v3.8.1 and the replacement's v4.25.0", md.Coraza, md.CRS)
+	if md.Coraza != "v3.8.1" || md.CRS != "4.25.1" {
+		t.Errorf("versions %q, %q: want v3.8.1 and 4.25.1", md.Coraza, md.CRS)
+	}
+	if err := VersionsFromModule(&md, wasm); err == nil || !strings.Contains(err.Error(), "no CRS release in the module") {
+		t.Errorf("a module without CRS: %v", err)
+	}
+	two := append(wasm, sig+strings.ReplaceAll(sig, "4.25.1", "4.28.0")...)
+	if err := VersionsFromModule(&md, two); err == nil || !strings.Contains(err.Error(), "two CRS releases, 4.25.1 and 4.28.0") {
+		t.Errorf("a module with two CRS releases: %v", err)
 	}
 	if _, err := ReadBuildInfo(fakeModule("no info")); err == nil || !strings.Contains(err.Error(), "no Go build information") {
 		t.Errorf("a module without build information: %v", err)
@@ -374,7 +388,8 @@ func TestReadBuildInfo(t *testing.T) {
 }
 
 // TestReadBuildInfo_plugin reads the versions from build/main.wasm and
-// compares them with go.mod's.
+// compares them with go.mod's Coraza and the CRS release this build of
+// the tests embeds (filter/rules).
 func TestReadBuildInfo_plugin(t *testing.T) {
 	wasm := plugintest.Read(t)
 	var md Metadata
@@ -385,13 +400,14 @@ func TestReadBuildInfo_plugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for mod, got := range map[string]string{CorazaModule: md.Coraza, CRSModule: md.CRS} {
-		m := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(mod) + ` (\S+)`).FindSubmatch(gomod)
-		if m == nil {
-			t.Fatalf("go.mod does not require %s", mod)
-		}
-		if got != string(m[1]) {
-			t.Errorf("%s: the module has %s, go.mod requires %s (rebuild with go run mage.go build)", mod, got, m[1])
-		}
+	m := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(CorazaModule) + ` (\S+)`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatalf("go.mod does not require %s", CorazaModule)
+	}
+	if md.Coraza != string(m[1]) {
+		t.Errorf("%s: the module has %s, go.mod requires %s (rebuild with go run mage.go build)", CorazaModule, md.Coraza, m[1])
+	}
+	if md.CRS != rules.CRSVersion {
+		t.Errorf("the module embeds CRS %s, the tests CRS %s (build and test with the same CRS=)", md.CRS, rules.CRSVersion)
 	}
 }

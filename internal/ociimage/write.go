@@ -72,8 +72,14 @@ func ReadModule(path string) ([]byte, error) {
 
 var notTagChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 
-// TagFor is the tag of the tarball's image for version v.
-func TagFor(v string) string {
+// TagFor is the tag of the tarball's image of md: its version, followed
+// by -crs and the CRS release when the module embeds another release than
+// the default (wafguard:0.1.0, wafguard:0.1.0-crs4.28.0).
+func TagFor(md Metadata) string {
+	v := md.Version
+	if !md.CRSDefault && md.CRS != "" {
+		v += "-crs" + md.CRS
+	}
 	t := notTagChars.ReplaceAllString(v, "_")
 	if t == "" || t[0] == '.' || t[0] == '-' {
 		t = "v" + t
@@ -94,7 +100,7 @@ func Write(dir, wasmPath string, md Metadata) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	tag := TagFor(md.Version)
+	tag := TagFor(md)
 	sum := &Summary{
 		Module: wasmPath, ModuleSHA256: ModuleSHA256(wasm), ModuleSize: int64(len(wasm)),
 		Default: Default, Tag: tag, Labels: md.Labels(ModuleSHA256(wasm)),
