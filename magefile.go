@@ -27,6 +27,7 @@ import (
 	"github.com/magefile/mage/mg"
 
 	"github.com/wafguard/wafguard/envoy"
+	"github.com/wafguard/wafguard/internal/crsimport"
 	"github.com/wafguard/wafguard/internal/ociimage"
 	"github.com/wafguard/wafguard/wasmhost"
 )
@@ -61,24 +62,67 @@ const (
 	// images' org.opencontainers.image.version label and the tag of
 	// build/image/wafguard.tar (docs/release.md).
 	versionFile = "VERSION"
+	// rulesDir is the package that carries the CRS releases and
+	// Coraza's recommended configuration (internal/crsimport).
+	rulesDir = "filter/rules"
+	// crsEnv names the CRS release a build embeds (CRS=4.28.0); unset,
+	// the default one (filter/rules/crs/DEFAULT).
+	crsEnv = "CRS"
 )
 
-// Build compiles the plugin to build/main.wasm when it is missing or older than its sources.
+// crsRelease returns the CRS release the build embeds (CRS, or the
+// default), after checking its files against its manifest, and the build
+// tags that select it. An unknown CRS value is refused with the list of
+// the imported releases.
+func crsRelease() (version, tags string, err error) {
+	releases, def, err := crsimport.Releases(rulesDir)
+	if err != nil {
+		return "", "", fmt.Errorf("CRS: %w", err)
+	}
+	version = def
+	if v := strings.TrimPrefix(os.Getenv(crsEnv), "v"); v != "" {
+		if releases[v] == nil {
+			return "", "", fmt.Errorf("CRS=%s: no such CRS release in %s/%s; imported: %s (the default: %s); import another with go run mage.go crsImport <git checkout or release tarball>",
+				os.Getenv(crsEnv), rulesDir, crsimport.ReleasesDir, strings.Join(crsimport.Versions(releases), ", "), def)
+		}
+		version = v
+	}
+	if _, err := crsimport.Verify(crsimport.Dir(rulesDir, version)); err != nil {
+		return "", "", err
+	}
+	return version, crsimport.BuildTag(version), nil
+}
+
+// withCRS adds the selected release's build tag to tags.
+func withCRS(tags string) (string, string, error) {
+	v, tag, err := crsRelease()
+	if err != nil {
+		return "", "", err
+	}
+	return v, tags + "," + tag, nil
+}
+
+// Build compiles the plugin to build/main.wasm when it is missing, older than its sources or
+// holds another CRS release. CRS=<version> embeds that imported release instead of the default.
 func Build() error {
-	stale, err := wasmStale()
+	crs, tags, err := withCRS(buildTags)
+	if err != nil {
+		return err
+	}
+	stale, err := wasmStale(crs, tags)
 	if err != nil {
 		return err
 	}
 	if !stale {
-		fmt.Println("build: build/main.wasm is up to date")
+		fmt.Printf("build: build/main.wasm (CRS %s) is up to date\n", crs)
 		return nil
 	}
-	fmt.Println("build: compiling build/main.wasm (GOOS=wasip1 GOARCH=wasm, about a minute on a cold cache)")
+	fmt.Printf("build: compiling build/main.wasm with CRS %s (GOOS=wasip1 GOARCH=wasm, about a minute on a cold cache)\n", crs)
 	start := time.Now()
 	if err := os.MkdirAll("build", 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-tags", buildTags, "-o", wasmOut, ".")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-tags", tags, "-o", wasmOut, ".")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -88,19 +132,25 @@ func Build() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("build: wrote %s (%.1f MB) in %s\n", wasmOut, float64(st.Size())/1e6, time.Since(start).Round(time.Second))
+	fmt.Printf("build: wrote %s (%.1f MB, CRS %s) in %s\n", wasmOut, float64(st.Size())/1e6, crs, time.Since(start).Round(time.Second))
 	return nil
 }
 
-// wasmStale reports whether build/main.wasm is missing or older than go.mod,
-// go.sum or any Go file of the packages it is built from.
-func wasmStale() (bool, error) {
+// wasmStale reports whether build/main.wasm is missing, holds another CRS
+// release than crs, or is older than go.mod, go.sum, any Go file of the
+// packages it is built from (with build tags tags) or any file they embed.
+func wasmStale(crs, tags string) (bool, error) {
 	out, err := os.Stat(wasmOut)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if wasm, err := os.ReadFile(wasmOut); err != nil {
+		return false, err
+	} else if held, err := ociimage.CRSFromModule(wasm); err != nil || held != crs {
+		return true, nil
 	}
 	newer := func(path string) bool {
 		st, err := os.Stat(path)
@@ -109,33 +159,25 @@ func wasmStale() (bool, error) {
 	if newer("go.mod") || newer("go.sum") {
 		return true, nil
 	}
-	dirs, err := wasmSources()
+	files, err := wasmSources(tags)
 	if err != nil {
 		return false, err
 	}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return false, err
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			if newer(filepath.Join(dir, name)) {
-				return true, nil
-			}
+	for _, f := range files {
+		if newer(f) {
+			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// wasmSources lists the directories of this module's packages that
-// build/main.wasm is built from (the main package and everything it
-// imports from this module, asked of go list for the wasm target).
-func wasmSources() ([]string, error) {
-	cmd := exec.Command("go", "list", "-deps", "-tags", buildTags, "-f", "{{if not .Standard}}{{.Dir}}{{end}}", ".")
+// wasmSources lists the files of this module that build/main.wasm is
+// built from with build tags tags: every non-test Go file in the folders
+// of the main package and of everything it imports from this module
+// (asked of go list for the wasm target), and the files they embed.
+func wasmSources(tags string) ([]string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-tags", tags, "-f",
+		`{{if not .Standard}}{{.Dir}}{{range .EmbedFiles}}{{"\t"}}{{.}}{{end}}{{end}}`, ".")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	out, err := cmd.Output()
 	if err != nil {
@@ -145,13 +187,29 @@ func wasmSources() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var dirs []string
-	for _, dir := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if dir == root || strings.HasPrefix(dir, root+string(filepath.Separator)) {
-			dirs = append(dirs, dir)
+	var files []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		dir, embedded, _ := strings.Cut(line, "\t")
+		if dir != root && !strings.HasPrefix(dir, root+string(filepath.Separator)) {
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !e.IsDir() && strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+				files = append(files, filepath.Join(dir, name))
+			}
+		}
+		if embedded != "" {
+			for _, f := range strings.Split(embedded, "\t") {
+				files = append(files, filepath.Join(dir, f))
+			}
 		}
 	}
-	return dirs, nil
+	return files, nil
 }
 
 // Lint checks formatting (gofmt), that go.mod and go.sum are tidy, and runs go vet,
@@ -187,7 +245,11 @@ func Lint() error {
 // internal/ociimage/istiopull).
 func Test() error {
 	mg.Deps(Build, V8)
-	if err := run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-tags", testTags, "-count=1", "-timeout=40m", "./..."); err != nil {
+	_, tags, err := withCRS(testTags)
+	if err != nil {
+		return err
+	}
+	if err := run([]string{"WASM_REQUIRED=1", "WAFGUARD_V8_REQUIRED=1"}, "go", "test", "-tags", tags, "-count=1", "-timeout=40m", "./..."); err != nil {
 		return err
 	}
 	mg.Deps(Image)
@@ -205,7 +267,16 @@ func Image() error {
 	if err != nil {
 		return err
 	}
-	if stale, err := wasmStale(); err == nil && stale {
+	crs, tags, err := withCRS(buildTags)
+	if err != nil {
+		return err
+	}
+	if held, err := ociimage.CRSFromModule(wasm); err != nil {
+		return fmt.Errorf("image: %s: %w", wasmOut, err)
+	} else if held != crs {
+		return fmt.Errorf("image: %s holds CRS %s, not CRS %s: run %s=%s go run mage.go build first", wasmOut, held, crs, crsEnv, crs)
+	}
+	if stale, err := wasmStale(crs, tags); err == nil && stale {
 		fmt.Printf("image: warning: %s is older than its sources (go run mage.go build rebuilds it)\n", wasmOut)
 	}
 	version, err := readVersion()
@@ -225,6 +296,12 @@ func Image() error {
 	if err := ociimage.VersionsFromModule(&md, wasm); err != nil {
 		return fmt.Errorf("image: %s: %w", wasmOut, err)
 	}
+	releases, defCRS, err := crsimport.Releases(rulesDir)
+	if err != nil {
+		return fmt.Errorf("image: %w", err)
+	}
+	md.CRSCommit = releases[md.CRS].Commit
+	md.CRSDefault = md.CRS == defCRS
 	sum, err := ociimage.Write(imageDir, wasmOut, md)
 	if err != nil {
 		return err
@@ -293,6 +370,65 @@ push: for a WasmPlugin:
   sha256: %s
 push: or pinned by digest: url: oci://%s
 `, f, wasmOut, ref, time.Since(start).Round(time.Millisecond), ref, strings.TrimPrefix(d.DigestStr(), "sha256:"), d)
+	return nil
+}
+
+// CrsImport imports the OWASP CRS release at src, a git checkout of a
+// release tag or a release tarball (.tar.gz), into
+// filter/rules/crs/v<version>/ as tagged upstream (rules/*.conf,
+// rules/*.data, crs-setup.conf.example, LICENSE, the regression tests),
+// with its manifest (tag, commit, source, sha256 per file), and
+// regenerates the Go files that embed the releases. The commit comes from
+// the checkout's HEAD or the tarball's own record of it; CRS_COMMIT gives
+// it otherwise. The first release imported becomes the default.
+func CrsImport(src string) error {
+	m, err := crsimport.Import(src, rulesDir, crsimport.Options{Commit: os.Getenv(crsimport.CommitEnv)})
+	if err != nil {
+		return err
+	}
+	_, def, err := crsimport.Releases(rulesDir)
+	if def == "" {
+		def = m.Version
+		if err := os.WriteFile(filepath.Join(rulesDir, crsimport.ReleasesDir, crsimport.DefaultFile), []byte(def+"\n"), 0o644); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if err := crsimport.Generate(rulesDir); err != nil {
+		return err
+	}
+	fmt.Printf(`crsImport: CRS %s (tag %s, commit %s, from a %s) in %s: %d files
+crsImport: the default release is %s; CRS=%s go run mage.go build embeds this one
+crsImport: before it lands: PRESELECT_FULL=1 go test ./filter -run Preselection, and go run mage.go ftw and ftwEnvoy with CRS=%s (docs/release.md)
+`, m.Version, m.Tag, m.Commit, m.ImportedFrom, crsimport.Dir(rulesDir, m.Version), len(m.Files), def, m.Version, m.Version)
+	return nil
+}
+
+// CrsDefault makes version, an imported CRS release, the one a build
+// embeds when CRS is not set (filter/rules/crs/DEFAULT), and regenerates
+// the Go files that embed the releases.
+func CrsDefault(version string) error {
+	if err := crsimport.SetDefault(rulesDir, strings.TrimPrefix(version, "v")); err != nil {
+		return err
+	}
+	fmt.Printf("crsDefault: builds embed CRS %s unless CRS= names another\n", version)
+	return nil
+}
+
+// CorazaConf copies coraza.conf-recommended and LICENSE of the Coraza
+// module go.mod pins into filter/rules/coraza, with their provenance
+// (@recommended-conf). Run it after a Coraza update.
+func CorazaConf() error {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", crsimport.CorazaModule).Output()
+	if err != nil {
+		return fmt.Errorf("corazaConf: go list -m %s: %w", crsimport.CorazaModule, err)
+	}
+	dir, version, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if err := crsimport.ImportCoraza(rulesDir, dir, version); err != nil {
+		return err
+	}
+	fmt.Printf("corazaConf: %s/%s from %s %s\n", rulesDir, crsimport.CorazaDir, crsimport.CorazaModule, version)
 	return nil
 }
 
@@ -392,11 +528,16 @@ func fuzzCI() error { return Fuzz(ciFuzzTime) }
 // subset. CI's verdict on the suite comes from this run.
 func FtwEnvoy() error {
 	mg.SerialDeps(Build, Envoy)
-	if err := run(nil, "go", "run", "./ftw/cmd/ftwrun", "-envoy", "-vms", "2", "-summary", "build/ftw-envoy/summary.json"); err != nil {
+	crs, tag, err := crsRelease()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ftw: CRS %s's regression tests through Envoy\n", crs)
+	if err := run(nil, "go", "run", "-tags", tag, "./ftw/cmd/ftwrun", "-envoy", "-vms", "2", "-summary", "build/ftw-envoy/summary.json"); err != nil {
 		return err
 	}
 	fmt.Println("ftw: through Envoy again with hold_headers_until_inspected on")
-	return run(nil, "go", "run", "./ftw/cmd/ftwrun", "-envoy", "-vms", "2", "-hold-headers", "-summary", "build/ftw-envoy-hold/summary.json")
+	return run(nil, "go", "run", "-tags", tag, "./ftw/cmd/ftwrun", "-envoy", "-vms", "2", "-hold-headers", "-summary", "build/ftw-envoy-hold/summary.json")
 }
 
 // Ftw runs the OWASP CRS regression suite (go-ftw) against build/main.wasm
@@ -406,11 +547,16 @@ func FtwEnvoy() error {
 // runs a subset.
 func Ftw() error {
 	mg.Deps(Build)
-	if err := run(nil, "go", "run", "./ftw/cmd/ftwrun"); err != nil {
+	crs, tag, err := crsRelease()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ftw: CRS %s's regression tests\n", crs)
+	if err := run(nil, "go", "run", "-tags", tag, "./ftw/cmd/ftwrun"); err != nil {
 		return err
 	}
 	fmt.Println("ftw: again with hold_headers_until_inspected on")
-	return run(nil, "go", "run", "./ftw/cmd/ftwrun", "-hold-headers", "-summary", "build/ftw-hold/summary.json")
+	return run(nil, "go", "run", "-tags", tag, "./ftw/cmd/ftwrun", "-hold-headers", "-summary", "build/ftw-hold/summary.json")
 }
 
 // Bench runs the side-by-side load benchmark (the .wasm in the host, the
@@ -420,7 +566,11 @@ func Ftw() error {
 // installs nginx and its ModSecurity module with apt-get when absent.
 func Bench() error {
 	mg.Deps(Build, V8)
-	return run(nil, "go", "run", "./bench/cmd/bench")
+	_, tag, err := crsRelease()
+	if err != nil {
+		return err
+	}
+	return run(nil, "go", "run", "-tags", tag, "./bench/cmd/bench")
 }
 
 // Fuzz runs each fuzz target of the module for perTarget (a Go duration:

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/wafguard/wafguard/ftw"
+	"github.com/wafguard/wafguard/internal/ociimage"
 )
 
 type stringList []string
@@ -163,6 +164,11 @@ func run(ctx context.Context, o options) (*ftw.Result, error) {
 	wasm, err := os.ReadFile(o.wasm)
 	if err != nil {
 		return nil, fmt.Errorf("-wasm: %w (build it with: go run mage.go build)", err)
+	}
+	if crs, err := ociimage.CRSFromModule(wasm); err != nil {
+		return nil, fmt.Errorf("-wasm %s: %w", o.wasm, err)
+	} else if crs != ftw.CRSVersion {
+		return nil, fmt.Errorf("-wasm %s embeds CRS %s, and these are the tests of CRS %s: build the module and run the tests with the same CRS= (CRS=%s go run mage.go build ftw)", o.wasm, crs, ftw.CRSVersion, crs)
 	}
 	config, err := os.ReadFile(o.config)
 	if err != nil {
