@@ -131,7 +131,7 @@ func (c *Config) validate() error {
 	for _, key := range sortedKeys(c.MetricLabels) {
 		value := c.MetricLabels[key]
 		if !validLabelKey(key) {
-			return fmt.Errorf("metric_labels: key %q: want 1 to 32 lower-case letters and digits, starting with a letter, other than \"ruleid\" and \"phase\"", key)
+			return fmt.Errorf("metric_labels: key %q: want 1 to 32 lower-case letters and digits, starting with a letter, other than \"ruleid\", \"phase\" and \"crs\"", key)
 		}
 		if !validLabelValue(value) {
 			return fmt.Errorf("metric_labels[%q]: value %q: want 1 to 64 letters, digits, '.' or '-' (no '_', which separates labels)", key, value)
@@ -162,7 +162,7 @@ func (c *Config) ruleSetNames() string {
 }
 
 func validLabelKey(k string) bool {
-	if k == "" || len(k) > 32 || k == "ruleid" || k == "phase" || !('a' <= k[0] && k[0] <= 'z') {
+	if k == "" || len(k) > 32 || k == "ruleid" || k == "phase" || k == "crs" || !('a' <= k[0] && k[0] <= 'z') {
 		return false
 	}
 	for i := 0; i < len(k); i++ {

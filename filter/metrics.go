@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // Metric names. Labels are encoded in the name (Envoy's stats_tags
@@ -45,6 +47,9 @@ const (
 	// SecArgumentsLimit: Coraza dropped the rest (ARGUMENTS_LIMIT_REACHED),
 	// which rules 200004 and 200005 of @recommended-conf answer 400.
 	metricArgsLimit = "waf_filter.tx.args_limit_reached"
+	// metricCRSInfo is a gauge set to 1 whose name says which CRS release
+	// the plugin embeds: waf_filter.crs_info<labels>_crs=<version>.
+	metricCRSInfo = "waf_filter.crs_info"
 )
 
 type interruptionKey struct {
@@ -109,6 +114,10 @@ func interruptionMetricName(labels string, ruleID int, p phase) string {
 // OnPluginStart, never in init().
 func newMetrics(labels map[string]string, ruleTopN int) *metrics {
 	l := encodeLabels(labels)
+	// Every VM defines the same gauge and sets it to 1. The SDK's gauge
+	// only adds; proxy_record_metric, which its histogram type calls,
+	// sets a gauge (Envoy's Context::recordMetric).
+	proxywasm.MetricHistogram(proxywasm.DefineGaugeMetric(crsInfoName(l))).Record(1)
 	return &metrics{
 		total:            proxywasm.DefineCounterMetric(metricTotal + l),
 		active:           proxywasm.DefineGaugeMetric(metricActive + l),
@@ -164,4 +173,10 @@ func (m *metrics) countInterruption(ruleID int, p phase) {
 		m.interruptions[key] = c
 	}
 	c.Increment(1)
+}
+
+// crsInfoName is the name of the gauge that says which CRS release the
+// plugin embeds, for the encoded labels l.
+func crsInfoName(l string) string {
+	return metricCRSInfo + l + "_crs=" + rules.CRSVersion
 }

@@ -2,9 +2,13 @@ package filter
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/corazawaf/coraza/v3"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+
+	"github.com/wafguard/wafguard/filter/rules"
 	"github.com/wafguard/wafguard/internal/httpsyntax"
 )
 
@@ -53,20 +57,27 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 	}
 	// Validate checked that default_directives and every
 	// per_authority_directives value name a rule set.
-	rules := make(map[string]*hostRules, len(sets))
+	byName := make(map[string]*hostRules, len(sets))
 	for name, set := range sets {
-		rules[name] = &hostRules{name: name, waf: set.waf, deny: cfg.ops.deny[name]}
+		byName[name] = &hostRules{name: name, waf: set.waf, deny: cfg.ops.deny[name]}
 	}
 	p := &Plugin{
-		defaultSet: rules[cfg.DefaultDirectives],
+		defaultSet: byName[cfg.DefaultDirectives],
 		byHost:     make(map[string]*hostRules, len(cfg.PerAuthorityDirectives)),
 		ops:        cfg.ops,
 	}
 	for authority, name := range cfg.PerAuthorityDirectives {
-		p.byHost[httpsyntax.AuthorityHost(authority)] = rules[name]
+		p.byHost[httpsyntax.AuthorityHost(authority)] = byName[name]
 	}
 	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN)
+	proxywasm.LogInfo(startLine(sortedKeys(sets)))
 	return p, nil
+}
+
+// startLine is the info line a plugin writes when it has started: the
+// CRS release it embeds and its rule sets.
+func startLine(sets []string) string {
+	return "waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: " + strings.Join(sets, ", ")
 }
 
 // rulesFor returns the rule set for a request's :authority.

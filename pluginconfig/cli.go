@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // Main is the command line of the check, shared by cmd/wafcheck and any
@@ -46,12 +48,12 @@ func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "%s: %v\n", path, p)
 	}
 	if len(problems) != 0 {
-		fmt.Fprintf(stderr, "%s: %d problem(s); the plugin would refuse this configuration\n", path, len(problems))
+		fmt.Fprintf(stderr, "%s: %d problem(s); the plugin would refuse this configuration (checked against OWASP CRS %s)\n", path, len(problems), rules.CRSVersion)
 		return 1
 	}
 	for _, n := range Notes(data) {
 		fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
 	}
-	fmt.Fprintf(stdout, "%s: ok\n", path)
+	fmt.Fprintf(stdout, "%s: ok (checked against OWASP CRS %s)\n", path, rules.CRSVersion)
 	return 0
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 func TestRun(t *testing.T) {
@@ -21,16 +23,16 @@ func TestRun(t *testing.T) {
 		wantStdout string
 		wantStderr []string
 	}{
-		{args: []string{"--config", good}, wantCode: 0, wantStdout: good + ": ok\n"},
-		{args: []string{"-"}, stdin: `{}`, wantCode: 0, wantStdout: "-: ok\n"},
+		{args: []string{"--config", good}, wantCode: 0, wantStdout: good + ": ok (checked against OWASP CRS " + rules.CRSVersion + ")\n"},
+		{args: []string{"-"}, stdin: `{}`, wantCode: 0, wantStdout: "-: ok (checked against OWASP CRS " + rules.CRSVersion + ")\n"},
 		{args: []string{"-"}, stdin: `{"hold_headers_until_inspected": true}`, wantCode: 0,
 			wantStdout: "-: note: hold_headers_until_inspected is true: set allow_on_headers_stop_iteration: true in the wasm filter's plugin config " +
 				"(envoy.extensions.wasm.v3.PluginConfig, Envoy 1.35+; an Istio WasmPlugin cannot set it). " +
-				"Without it Envoy delivers no body while the plugin holds the headers, and the plugin answers those requests 500 after hold_headers_timeout_ms\n-: ok\n"},
+				"Without it Envoy delivers no body while the plugin holds the headers, and the plugin answers those requests 500 after hold_headers_timeout_ms\n-: ok (checked against OWASP CRS " + rules.CRSVersion + ")\n"},
 		{args: []string{"--config", bad}, wantCode: 1, wantStderr: []string{
 			bad + `: directives_map["a"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: unknown directive "secnope"`,
 			bad + `: admission.cas_retries: got -1, want an integer from 0 to 1000`,
-			bad + `: 2 problem(s); the plugin would refuse this configuration`,
+			bad + `: 2 problem(s); the plugin would refuse this configuration (checked against OWASP CRS ` + rules.CRSVersion + `)`,
 		}},
 		{args: nil, wantCode: 2},
 		{args: []string{"--config", filepath.Join(dir, "missing.json")}, wantCode: 2},
