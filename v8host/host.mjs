@@ -274,9 +274,9 @@ class VM {
         if (type > 3) return BAD_ARGUMENT;
         if (type > 1) return UNIMPLEMENTED;
         const st = vm.effStream();
-        if (st !== null) {
+        if (st !== null && st.core) {
           st.reqBodyCleared = true;
-          if (st.core) vm.pending.push(() => st.resume(type === 1));
+          vm.pending.push(() => st.resume(type === 1));
         }
         return OK;
       },
@@ -930,9 +930,9 @@ class Stream {
   }
   result() {
     const out = this.out;
-    if (this.core && !this.final && !out.reset) {
+    if (this.core && !this.final) {
       // What the filter released to the client and to the upstream.
-      if (this.respHdrsOut) {
+      if (this.respHdrsOut && !out.reset) {
         out.status = this.respStatus;
         out.headers = this.respHdrs.filter(([k]) => !k.startsWith(":"));
         out.body = this.resp.out;
