@@ -90,6 +90,21 @@ func UnmarshalYAML(name string, data []byte, m proto.Message) (*Doc, error) {
 // the spec of a Kubernetes object. prefix is the node's own path in the
 // document ("spec"), used in messages.
 func UnmarshalNode(name string, n *yaml.Node, prefix string, m proto.Message) (*Doc, error) {
+	doc, err := NodeDoc(name, n, prefix)
+	if err != nil {
+		return nil, err
+	}
+	opts := protojson.UnmarshalOptions{DiscardUnknown: false, Resolver: protoregistry.GlobalTypes}
+	if err := opts.Unmarshal(doc.JSON, m); err != nil {
+		return nil, doc.wrapDecodeError(err)
+	}
+	return doc, nil
+}
+
+// NodeDoc converts a YAML node to JSON, recording where each field is, for
+// a node that has no protobuf type (a custom resource checked against its
+// CRD schema alone). name and prefix are as for UnmarshalNode.
+func NodeDoc(name string, n *yaml.Node, prefix string) (*Doc, error) {
 	doc := &Doc{Name: name, Prefix: prefix}
 	var buf bytes.Buffer
 	w := jsonWriter{buf: &buf, doc: doc}
@@ -98,10 +113,6 @@ func UnmarshalNode(name string, n *yaml.Node, prefix string, m proto.Message) (*
 		return nil, fmt.Errorf("%s:%w", name, err)
 	}
 	doc.JSON = buf.Bytes()
-	opts := protojson.UnmarshalOptions{DiscardUnknown: false, Resolver: protoregistry.GlobalTypes}
-	if err := opts.Unmarshal(doc.JSON, m); err != nil {
-		return nil, doc.wrapDecodeError(err)
-	}
 	return doc, nil
 }
 
