@@ -1,5 +1,6 @@
 // Package istio holds Istio examples for deploying the WAF plugin
-// (WasmPlugin, EnvoyFilter, a bootstrap override ConfigMap). The tests check
+// (WasmPlugin, TrafficExtension, EnvoyFilter, a bootstrap override
+// ConfigMap). The tests check
 // them against Istio's API: the istio.io/api types, decoded strictly, and
 // the OpenAPI schema of Istio's CRDs, and the Envoy fragments inside them
 // against Envoy's API.
@@ -8,9 +9,7 @@ package istio
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,90 +23,40 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"gopkg.in/yaml.v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	extensionsv1alpha1 "istio.io/api/extensions/v1alpha1"
 	networkingv1alpha3 "istio.io/api/networking/v1alpha3"
 	typev1beta1 "istio.io/api/type/v1beta1"
 
 	"github.com/wafguard/wafguard/envoy"
+	"github.com/wafguard/wafguard/internal/kubeexample"
 	"github.com/wafguard/wafguard/pluginconfig"
 )
 
-// object is one Kubernetes object of an example file.
-type object struct {
-	file       string
-	doc        int       // index of the YAML document in the file
-	APIVersion string    `yaml:"apiVersion"`
-	Kind       string    `yaml:"kind"`
-	Metadata   yaml.Node `yaml:"metadata"`
-	Spec       yaml.Node `yaml:"spec"`
-	Data       yaml.Node `yaml:"data"`
-	root       *yaml.Node
-}
-
-// readObjects reads every YAML document of the file as a Kubernetes object.
-// Unknown top-level keys are errors.
-func readObjects(name string, data []byte) ([]*object, error) {
-	var out []*object
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for i := 0; ; i++ {
-		var root yaml.Node
-		err := dec.Decode(&root)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		o := &object{file: name, doc: i, root: &root}
-		if err := decodeKnown(&root, o); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// decodeKnown decodes n into v, refusing keys v does not have.
-func decodeKnown(n *yaml.Node, v any) error {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(n); err != nil {
+// checkObject checks one object by kind. images, when not nil, are the
+// images an example's digest must name (kubeexample.ImagesFromEnv).
+func checkObject(o *kubeexample.Object, images *kubeexample.Images) error {
+	if _, err := o.Meta(); err != nil {
 		return err
 	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	return dec.Decode(v)
-}
-
-// checkObject checks one object by kind.
-func checkObject(o *object) error {
-	var meta struct {
-		Name      string `yaml:"name"`
-		Namespace string `yaml:"namespace"`
-	}
-	if err := decodeKnown(&o.Metadata, &meta); err != nil {
-		return fmt.Errorf("%s: metadata: %w", o.file, err)
-	}
-	if meta.Name == "" || meta.Namespace == "" {
-		return fmt.Errorf("%s: metadata: want a name and a namespace", o.file)
-	}
-	switch gvk := o.APIVersion + "/" + o.Kind; gvk {
+	switch gvk := o.GVK(); gvk {
 	case "extensions.istio.io/v1alpha1/WasmPlugin":
-		return checkWasmPlugin(o)
+		return checkWasmPlugin(o, images)
+	case "extensions.istio.io/v1alpha1/TrafficExtension":
+		return checkTrafficExtension(o, images)
 	case "networking.istio.io/v1alpha3/EnvoyFilter":
 		return checkEnvoyFilter(o)
 	case "v1/ConfigMap":
 		return checkBootstrapOverride(o)
 	default:
-		return fmt.Errorf("%s: apiVersion and kind %q: want extensions.istio.io/v1alpha1 WasmPlugin, networking.istio.io/v1alpha3 EnvoyFilter or v1 ConfigMap", o.file, gvk)
+		return fmt.Errorf("%s: apiVersion and kind %q: want extensions.istio.io/v1alpha1 WasmPlugin or TrafficExtension, networking.istio.io/v1alpha3 EnvoyFilter or v1 ConfigMap", o.File, gvk)
 	}
 }
 
 // checkSpec decodes the spec strictly into m and validates it against the
 // CRD's OpenAPI schema.
-func checkSpec(o *object, m proto.Message) (*envoy.Doc, error) {
-	doc, err := envoy.UnmarshalNode(o.file, &o.Spec, "spec", m)
+func checkSpec(o *kubeexample.Object, m proto.Message) (*envoy.Doc, error) {
+	doc, err := envoy.UnmarshalNode(o.File, &o.Spec, "spec", m)
 	if err != nil {
 		return nil, err
 	}
@@ -122,50 +71,115 @@ func checkSpec(o *object, m proto.Message) (*envoy.Doc, error) {
 // what the examples use.
 var ociURL = regexp.MustCompile(`^oci://[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$`)
 
-func checkWasmPlugin(o *object) error {
+// wasmSpec is what a WasmPlugin's spec and a TrafficExtension's wasm
+// (WasmConfig, the same fields) have in common.
+type wasmSpec interface {
+	GetUrl() string
+	GetSha256() string
+	GetFailStrategy() extensionsv1alpha1.FailStrategy
+	GetType() extensionsv1alpha1.PluginType
+	GetPluginConfig() *structpb.Struct
+}
+
+// wasmTarget is where a WasmPlugin or TrafficExtension applies.
+type wasmTarget struct {
+	selector   *typev1beta1.WorkloadSelector
+	targetRefs int // targetRefs, and WasmPlugin's deprecated targetRef
+	modes      []typev1beta1.WorkloadMode
+}
+
+// checkWasm checks the plugin of a WasmPlugin (at "spec") or a
+// TrafficExtension (at "spec.wasm"); kind names the object in messages.
+// pinned requires the image pinned by digest. It returns the plugin
+// configuration, parsed.
+func checkWasm(doc *envoy.Doc, path, kind string, w wasmSpec, t wasmTarget, pinned bool, images *kubeexample.Images) (*pluginconfig.Config, error) {
+	// Rules of the CRD's x-kubernetes-validations, which need a CEL
+	// evaluator: written out here.
+	if !ociURL.MatchString(w.GetUrl()) {
+		return nil, fmt.Errorf("%s: got %q, want oci://<registry>/<repository>:<tag> or @sha256:<digest>, the image built from the Dockerfile", doc.At(path+".url"), w.GetUrl())
+	}
+	if t.selector != nil && t.targetRefs > 0 {
+		return nil, fmt.Errorf("%s: only one of targetRefs or selector can be set", doc.At("spec.selector"))
+	}
+	// sha256: "If the url field already references a SHA256 (using the
+	// @sha256: notation), it must match the value of this field."
+	pin := kubeexample.Pin{Doc: doc, URLPath: path + ".url", SHA256Path: path + ".sha256", URL: w.GetUrl(), SHA256: w.GetSha256()}
+	check := pin.Check
+	if pinned {
+		check = pin.Required
+	}
+	if _, err := check(images); err != nil {
+		return nil, err
+	}
+	// The project's rules.
+	if w.GetFailStrategy() != extensionsv1alpha1.FailStrategy_FAIL_RELOAD && w.GetFailStrategy() != extensionsv1alpha1.FailStrategy_FAIL_CLOSE {
+		return nil, fmt.Errorf("%s: got %s, want FAIL_RELOAD or FAIL_CLOSE: FAIL_OPEN skips the WAF", doc.At(path+".failStrategy"), w.GetFailStrategy())
+	}
+	if gatewaySelector(t.selector.GetMatchLabels()) {
+		for i, m := range t.modes {
+			if m == typev1beta1.WorkloadMode_SERVER {
+				return nil, fmt.Errorf("%s: SERVER never selects a gateway's traffic (istio.type.v1beta1.WorkloadMode: a gateway counts as CLIENT), so the plugin would not run; remove match or use CLIENT_AND_SERVER", doc.At(fmt.Sprintf("spec.match[%d].mode", i)))
+			}
+		}
+	}
+	if w.GetType() != extensionsv1alpha1.PluginType_HTTP {
+		return nil, fmt.Errorf("%s: got %s, want HTTP", doc.At(path+".type"), w.GetType())
+	}
+	if w.GetPluginConfig() == nil {
+		return nil, fmt.Errorf("%s: missing, want the plugin configuration", doc.At(path+".pluginConfig"))
+	}
+	// Istio passes pluginConfig to Envoy as its JSON in a StringValue.
+	cfg, err := protojson.Marshal(w.GetPluginConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", doc.At(path+".pluginConfig"), err)
+	}
+	return kubeexample.PluginConfig(doc, path+".pluginConfig", cfg, kind)
+}
+
+func checkWasmPlugin(o *kubeexample.Object, images *kubeexample.Images) error {
 	var wp extensionsv1alpha1.WasmPlugin
 	doc, err := checkSpec(o, &wp)
 	if err != nil {
 		return err
 	}
-	// Rules of the CRD's x-kubernetes-validations, which need a CEL
-	// evaluator: written out here.
-	if !ociURL.MatchString(wp.GetUrl()) {
-		return fmt.Errorf("%s: got %q, want oci://<registry>/<repository>:<tag> or @sha256:<digest>, the image built from the Dockerfile", doc.At("spec.url"), wp.GetUrl())
+	t := wasmTarget{selector: wp.GetSelector(), targetRefs: len(wp.GetTargetRefs())}
+	if wp.GetTargetRef() != nil {
+		t.targetRefs++
 	}
-	// WasmPlugin.sha256: "If the url field already references a SHA256
-	// (using the @sha256: notation), it must match the value of this
-	// field."
-	if i := strings.Index(wp.GetUrl(), "@sha256:"); i >= 0 && wp.GetSha256() != "" && wp.GetUrl()[i+len("@sha256:"):] != wp.GetSha256() {
-		return fmt.Errorf("%s: got %s, but url pins the image digest %s: they must be the same (the image's manifest digest that go run mage.go push prints)", doc.At("spec.sha256"), wp.GetSha256(), wp.GetUrl()[i+len("@sha256:"):])
+	for _, m := range wp.GetMatch() {
+		t.modes = append(t.modes, m.GetMode())
 	}
-	if n := len(wp.GetTargetRefs()); (wp.GetSelector() != nil) && (n > 0 || wp.GetTargetRef() != nil) {
-		return fmt.Errorf("%s: only one of targetRefs or selector can be set", doc.At("spec.selector"))
-	}
-	// The project's rules.
-	if wp.GetFailStrategy() != extensionsv1alpha1.FailStrategy_FAIL_RELOAD && wp.GetFailStrategy() != extensionsv1alpha1.FailStrategy_FAIL_CLOSE {
-		return fmt.Errorf("%s: got %s, want FAIL_RELOAD or FAIL_CLOSE: FAIL_OPEN skips the WAF", doc.At("spec.failStrategy"), wp.GetFailStrategy())
-	}
-	if gatewaySelector(wp.GetSelector().GetMatchLabels()) {
-		for i, m := range wp.GetMatch() {
-			if m.GetMode() == typev1beta1.WorkloadMode_SERVER {
-				return fmt.Errorf("%s: SERVER never selects a gateway's traffic (istio.type.v1beta1.WorkloadMode: a gateway counts as CLIENT), so the plugin would not run; remove match or use CLIENT_AND_SERVER", doc.At(fmt.Sprintf("spec.match[%d].mode", i)))
-			}
-		}
-	}
-	if wp.GetType() != extensionsv1alpha1.PluginType_HTTP {
-		return fmt.Errorf("%s: got %s, want HTTP", doc.At("spec.type"), wp.GetType())
-	}
-	if wp.GetPluginConfig() == nil {
-		return fmt.Errorf("%s: missing, want the plugin configuration", doc.At("spec.pluginConfig"))
-	}
-	// Istio passes pluginConfig to Envoy as its JSON in a StringValue.
-	cfg, err := protojson.Marshal(wp.GetPluginConfig())
+	_, err = checkWasm(doc, "spec", o.Kind, &wp, t, false, images)
+	return err
+}
+
+func checkTrafficExtension(o *kubeexample.Object, images *kubeexample.Images) error {
+	var te extensionsv1alpha1.TrafficExtension
+	doc, err := checkSpec(o, &te)
 	if err != nil {
-		return fmt.Errorf("%s: %w", doc.At("spec.pluginConfig"), err)
+		return err
 	}
-	if err := pluginconfig.Check(cfg); err != nil {
-		return fmt.Errorf("%s: %w", doc.At("spec.pluginConfig"), err)
+	// The CRD's rule "exactly one of wasm or lua must be set"; the WAF
+	// is the wasm.
+	if te.GetWasm() == nil {
+		return fmt.Errorf("%s: missing, want the plugin (exactly one of wasm or lua can be set; the WAF is wasm)", doc.At("spec.wasm"))
+	}
+	t := wasmTarget{selector: te.GetSelector(), targetRefs: len(te.GetTargetRefs())}
+	for _, m := range te.GetMatch() {
+		t.modes = append(t.modes, m.GetMode())
+	}
+	if _, err := checkWasm(doc, "spec.wasm", o.Kind, te.GetWasm(), t, true, images); err != nil {
+		return err
+	}
+	// The TrafficExtension is wasmplugin.yaml's equivalent: the other
+	// examples (the buffer limit, the stats tags) are written for its
+	// configuration.
+	want, err := wasmPluginConfig()
+	if err != nil {
+		return err
+	}
+	if !proto.Equal(te.GetWasm().GetPluginConfig(), want) {
+		return fmt.Errorf("%s: differs from the pluginConfig of wasmplugin.yaml: keep the two the same (envoyfilter-buffer-limit.yaml and stats-bootstrap.yaml are written for it)", doc.At("spec.wasm.pluginConfig"))
 	}
 	return nil
 }
@@ -189,7 +203,7 @@ var patchTypes = map[networkingv1alpha3.EnvoyFilter_ApplyTo]func() proto.Message
 	networkingv1alpha3.EnvoyFilter_CLUSTER:             func() proto.Message { return &clusterv3.Cluster{} },
 }
 
-func checkEnvoyFilter(o *object) error {
+func checkEnvoyFilter(o *kubeexample.Object) error {
 	var ef networkingv1alpha3.EnvoyFilter
 	doc, err := checkSpec(o, &ef)
 	if err != nil {
@@ -215,12 +229,12 @@ func checkEnvoyFilter(o *object) error {
 		if op == networkingv1alpha3.EnvoyFilter_Patch_REMOVE {
 			continue
 		}
-		value := findNode(&o.Spec, "configPatches", i, "patch", "value")
+		value := kubeexample.FindNode(&o.Spec, "configPatches", i, "patch", "value")
 		if value == nil {
 			return fmt.Errorf("%s: missing, want the %s to %s", doc.At(path+".patch"), cp.GetApplyTo(), op)
 		}
 		m := newType()
-		vdoc, err := envoy.UnmarshalNode(o.file, value, path+".patch.value", m)
+		vdoc, err := envoy.UnmarshalNode(o.File, value, path+".patch.value", m)
 		if err != nil {
 			return err
 		}
@@ -241,20 +255,20 @@ func checkEnvoyFilter(o *object) error {
 // bootstrapKey is the ConfigMap key Istio reads a bootstrap override from.
 const bootstrapKey = "custom_bootstrap.json"
 
-func checkBootstrapOverride(o *object) error {
+func checkBootstrapOverride(o *kubeexample.Object) error {
 	var data map[string]string
-	if err := decodeKnown(&o.Data, &data); err != nil {
-		return fmt.Errorf("%s: data: %w", o.file, err)
+	if err := kubeexample.DecodeKnown(&o.Data, &data); err != nil {
+		return fmt.Errorf("%s: data: %w", o.File, err)
 	}
 	text, ok := data[bootstrapKey]
 	if !ok || len(data) != 1 {
-		return fmt.Errorf("%s: data: want exactly the key %q, the one Istio reads", o.file, bootstrapKey)
+		return fmt.Errorf("%s: data: want exactly the key %q, the one Istio reads", o.File, bootstrapKey)
 	}
 	if !json.Valid([]byte(text)) {
-		return fmt.Errorf("%s: data[%q]: not valid JSON", o.file, bootstrapKey)
+		return fmt.Errorf("%s: data[%q]: not valid JSON", o.File, bootstrapKey)
 	}
 	var b bootstrapv3.Bootstrap
-	bdoc, err := envoy.UnmarshalYAML(o.file+": data["+bootstrapKey+"]", []byte(text), &b)
+	bdoc, err := envoy.UnmarshalYAML(o.File+": data["+bootstrapKey+"]", []byte(text), &b)
 	if err != nil {
 		return err
 	}
@@ -270,7 +284,7 @@ func checkBootstrapOverride(o *object) error {
 		return err
 	}
 	if err := tags.CheckPluginMetrics(labels); err != nil {
-		return fmt.Errorf("%s: data[%q]: stats_config.stats_tags: %w", o.file, bootstrapKey, err)
+		return fmt.Errorf("%s: data[%q]: stats_config.stats_tags: %w", o.File, bootstrapKey, err)
 	}
 	return nil
 }
@@ -278,11 +292,28 @@ func checkBootstrapOverride(o *object) error {
 // wasmPluginLabels returns the metric_labels of wasmplugin.yaml, whose
 // metrics the bootstrap override labels.
 func wasmPluginLabels() (map[string]string, error) {
+	pc, err := wasmPluginConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := protojson.Marshal(pc)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := pluginconfig.Parse(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return parsed.Filter.MetricLabels, nil
+}
+
+// wasmPluginConfig returns the pluginConfig of wasmplugin.yaml.
+func wasmPluginConfig() (*structpb.Struct, error) {
 	data, err := os.ReadFile("wasmplugin.yaml")
 	if err != nil {
 		return nil, err
 	}
-	objs, err := readObjects("wasmplugin.yaml", data)
+	objs, err := kubeexample.ReadObjects("wasmplugin.yaml", data)
 	if err != nil {
 		return nil, err
 	}
@@ -290,71 +321,37 @@ func wasmPluginLabels() (map[string]string, error) {
 	if _, err := envoy.UnmarshalNode("wasmplugin.yaml", &objs[0].Spec, "spec", &wp); err != nil {
 		return nil, err
 	}
-	cfg, err := protojson.Marshal(wp.GetPluginConfig())
-	if err != nil {
-		return nil, err
-	}
-	pc, err := pluginconfig.Parse(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return pc.Filter.MetricLabels, nil
+	return wp.GetPluginConfig(), nil
 }
 
-// findNode follows mapping keys (string) and sequence indexes (int) from n.
-func findNode(n *yaml.Node, path ...any) *yaml.Node {
-	for n.Kind == yaml.DocumentNode || n.Kind == yaml.AliasNode {
-		if n.Kind == yaml.AliasNode {
-			n = n.Alias
-		} else {
-			n = n.Content[0]
-		}
-	}
-	if len(path) == 0 {
-		return n
-	}
-	switch p := path[0].(type) {
-	case string:
-		if n.Kind != yaml.MappingNode {
-			return nil
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == p {
-				return findNode(n.Content[i+1], path[1:]...)
-			}
-		}
-	case int:
-		if n.Kind == yaml.SequenceNode && p < len(n.Content) {
-			return findNode(n.Content[p], path[1:]...)
-		}
-	}
-	return nil
-}
-
-func checkFile(name string, data []byte) error {
-	objs, err := readObjects(name, data)
+// checkFile checks every object of an example file.
+func checkFile(name string, data []byte, images *kubeexample.Images) error {
+	objs, err := kubeexample.ReadObjects(name, data)
 	if err != nil {
 		return err
 	}
-	if len(objs) == 0 {
-		return fmt.Errorf("%s: no objects", name)
-	}
 	for _, o := range objs {
-		if err := checkObject(o); err != nil {
+		if err := checkObject(o, images); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// TestExamples_files checks every example in this directory.
+// TestExamples_files checks every example in this directory. With
+// WAFGUARD_IMAGE_DIR set (kubeexample.ImageDirEnv), the digest an example
+// pins must be that of an image go run mage.go image wrote there.
 func TestExamples_files(t *testing.T) {
+	images, err := kubeexample.ImagesFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, err := filepath.Glob("*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 4 {
-		t.Fatalf("found %v, want wasmplugin.yaml, envoyfilter-buffer-limit.yaml, envoyfilter-ratelimit.yaml and stats-bootstrap.yaml", files)
+	if len(files) < 5 {
+		t.Fatalf("found %v, want wasmplugin.yaml, trafficextension.yaml, envoyfilter-buffer-limit.yaml, envoyfilter-ratelimit.yaml and stats-bootstrap.yaml", files)
 	}
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
@@ -362,7 +359,7 @@ func TestExamples_files(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := checkFile(file, data); err != nil {
+			if err := checkFile(file, data, images); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -372,115 +369,149 @@ func TestExamples_files(t *testing.T) {
 // TestExamples_brokenCopies feeds broken copies of the examples to the same
 // checks and asserts that each failure names the file, line and field.
 func TestExamples_brokenCopies(t *testing.T) {
-	cases := []struct {
-		name     string
-		file     string
-		old, new string
-		// want is the expected error; %d is replaced by the line of
-		// lineOf, or of old when lineOf is empty.
-		want    string
-		lineOf  string
-		lineAdd int
-	}{
+	zeros := strings.Repeat("0", 64)
+	cases := []kubeexample.BrokenCopy{
 		{
-			name: "misspelled wasm plugin field",
-			file: "wasmplugin.yaml",
-			old:  "failStrategy: FAIL_RELOAD", new: "failStratgy: FAIL_RELOAD",
-			want: `wasmplugin.yaml:%d: spec.failStratgy: unknown field "failStratgy"`,
+			Name: "misspelled wasm plugin field",
+			File: "wasmplugin.yaml",
+			Old:  "failStrategy: FAIL_RELOAD", New: "failStratgy: FAIL_RELOAD",
+			Want: `wasmplugin.yaml:%d: spec.failStratgy: unknown field "failStratgy"`,
 		},
 		{
-			name: "snake_case field name that Kubernetes would drop",
-			file: "wasmplugin.yaml",
-			old:  "failStrategy: FAIL_RELOAD", new: "fail_strategy: FAIL_RELOAD",
-			want: `wasmplugin.yaml:%d: spec.fail_strategy: not allowed by the WasmPlugin CRD schema: unknown field "fail_strategy" (the API server would drop it; the CRD's field names are camelCase)`,
+			Name: "snake_case field name that Kubernetes would drop",
+			File: "wasmplugin.yaml",
+			Old:  "failStrategy: FAIL_RELOAD", New: "fail_strategy: FAIL_RELOAD",
+			Want: `wasmplugin.yaml:%d: spec.fail_strategy: not allowed by the WasmPlugin CRD schema: unknown field "fail_strategy" (the API server would drop it; the CRD's field names are camelCase)`,
 		},
 		{
-			name: "fail open",
-			file: "wasmplugin.yaml",
-			old:  "failStrategy: FAIL_RELOAD", new: "failStrategy: FAIL_OPEN",
-			want: `wasmplugin.yaml:%d: spec.failStrategy: got FAIL_OPEN, want FAIL_RELOAD or FAIL_CLOSE: FAIL_OPEN skips the WAF`,
+			Name: "fail open",
+			File: "wasmplugin.yaml",
+			Old:  "failStrategy: FAIL_RELOAD", New: "failStrategy: FAIL_OPEN",
+			Want: `wasmplugin.yaml:%d: spec.failStrategy: got FAIL_OPEN, want FAIL_RELOAD or FAIL_CLOSE: FAIL_OPEN skips the WAF`,
 		},
 		{
-			name: "match mode that never selects a gateway",
-			file: "wasmplugin.yaml",
-			old:  "  failStrategy: FAIL_RELOAD\n", new: "  failStrategy: FAIL_RELOAD\n  match:\n  - mode: SERVER\n",
-			want: `wasmplugin.yaml:%d: spec.match[0].mode: SERVER never selects a gateway's traffic (istio.type.v1beta1.WorkloadMode: a gateway counts as CLIENT), so the plugin would not run; remove match or use CLIENT_AND_SERVER`,
+			Name: "match mode that never selects a gateway",
+			File: "wasmplugin.yaml",
+			Old:  "  failStrategy: FAIL_RELOAD\n", New: "  failStrategy: FAIL_RELOAD\n  match:\n  - mode: SERVER\n",
+			Want: `wasmplugin.yaml:%d: spec.match[0].mode: SERVER never selects a gateway's traffic (istio.type.v1beta1.WorkloadMode: a gateway counts as CLIENT), so the plugin would not run; remove match or use CLIENT_AND_SERVER`,
 			// The line of the inserted "- mode: SERVER", two below old.
-			lineOf:  "  failStrategy: FAIL_RELOAD\n",
-			lineAdd: 2,
+			LineOf:  "  failStrategy: FAIL_RELOAD\n",
+			LineAdd: 2,
 		},
 		{
-			name: "sha256 that is not the digest the url pins",
-			file: "wasmplugin.yaml",
-			old:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
-			new:  "  url: oci://ghcr.io/example/wafguard@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n  sha256: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n",
-			want: `wasmplugin.yaml:%d: spec.sha256: got bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, but url pins the image digest aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: they must be the same (the image's manifest digest that go run mage.go push prints)`,
+			Name: "sha256 that is not the digest the url pins",
+			File: "wasmplugin.yaml",
+			Old:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
+			New:  "  url: oci://ghcr.io/example/wafguard@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n  sha256: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n",
+			Want: `wasmplugin.yaml:%d: spec.sha256: got bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, but url pins the image digest aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: they must be the same (the image's manifest digest that go run mage.go push prints)`,
 			// The line of the inserted sha256, one below old.
-			lineOf:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
-			lineAdd: 1,
+			LineOf:  "  url: oci://ghcr.io/example/wafguard:0.1.0\n",
+			LineAdd: 1,
 		},
 		{
-			name: "misspelled admission key in pluginConfig",
-			file: "wasmplugin.yaml",
-			old:  "max_inflight: 256", new: "max_inflght: 256",
+			Name: "misspelled admission key in pluginConfig",
+			File: "wasmplugin.yaml",
+			Old:  "max_inflight: 256", New: "max_inflght: 256",
 			// The plugin's parser names the key; the line is pluginConfig's.
-			lineOf: "pluginConfig:",
-			want:   `wasmplugin.yaml:%d: spec.pluginConfig: admission: unknown key "max_inflght", want one of max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
+			LineOf: "pluginConfig:",
+			Want:   `wasmplugin.yaml:%d: spec.pluginConfig: admission: unknown key "max_inflght", want one of max_inflight, max_inflight_per_vm, retry_after_seconds, retry_after_max_seconds, max_request_body_bytes, per_authority, tick_period_ms, stale_after_ms, cas_retries, on_cas_exhausted, shared_data_key, reject_body, reject_content_type, reject_headers`,
 		},
 		{
-			name: "misspelled field in an envoy patch",
-			file: "envoyfilter-buffer-limit.yaml",
-			old:  "per_connection_buffer_limit_bytes: 2097152", new: "per_connection_buffer_limit: 2097152",
-			want: `envoyfilter-buffer-limit.yaml:%d: spec.configPatches[0].patch.value.per_connection_buffer_limit: unknown field "per_connection_buffer_limit"`,
+			Name: "misspelled traffic extension field",
+			File: "trafficextension.yaml",
+			Old:  "failStrategy: FAIL_RELOAD", New: "failStratgy: FAIL_RELOAD",
+			Want: `trafficextension.yaml:%d: spec.wasm.failStratgy: unknown field "failStratgy"`,
 		},
 		{
-			name: "misspelled field in a typed_config of an envoy patch",
-			file: "envoyfilter-ratelimit.yaml",
-			old:  "failure_mode_deny: false", new: "failure_mode_deni: false",
-			want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.value.typed_config.failure_mode_deni: unknown field "failure_mode_deni"`,
+			Name: "snake_case traffic extension field that Kubernetes would drop",
+			File: "trafficextension.yaml",
+			Old:  "imagePullPolicy: IfNotPresent", New: "image_pull_policy: IfNotPresent",
+			Want: `trafficextension.yaml:%d: spec.wasm.image_pull_policy: not allowed by the TrafficExtension CRD schema: unknown field "image_pull_policy" (the API server would drop it; the CRD's field names are camelCase)`,
 		},
 		{
-			name: "validation rule in an inserted filter",
-			file: "envoyfilter-ratelimit.yaml",
-			old:  "domain: wafguard", new: `domain: ""`,
-			want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.value.typed_config.domain: value length must be at least 1 runes`,
+			Name: "digest that YAML reads as a number",
+			File: "trafficextension.yaml",
+			Old:  `sha256: "` + zeros + `"`, New: "sha256: " + zeros,
+			Want: `trafficextension.yaml:%d: spec.wasm.sha256: invalid value for string field sha256: 0`,
 		},
 		{
-			name: "unknown patch operation",
-			file: "envoyfilter-ratelimit.yaml",
-			old:  "operation: INSERT_FIRST", new: "operation: INSERT_SOMEWHERE",
-			want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.operation: invalid value for enum field operation: "INSERT_SOMEWHERE"`,
+			Name: "missing required traffic extension field",
+			File: "trafficextension.yaml",
+			Old:  "    url: oci://ghcr.io/example/wafguard@sha256:" + zeros + "\n", New: "",
+			Want:   `trafficextension.yaml:%d: spec.wasm: not allowed by the TrafficExtension CRD schema: Required property 'url' is missing`,
+			LineOf: "  wasm:\n",
 		},
 		{
-			name: "metric label the bootstrap override does not extract",
-			file: "stats-bootstrap.yaml",
-			old:  `{"tag_name": "env", "regex": "(_env=([^_]+))"},`, new: "",
-			want: `stats-bootstrap.yaml: data["custom_bootstrap.json"]: stats_config.stats_tags: stat "wasmcustom.waf_filter.tx.total_env=prod" becomes waf_filter_tx_total_env_prod{}, want waf_filter_tx_total{env="prod"}; add or fix the tag regex of each label`,
+			Name: "traffic extension image by tag",
+			File: "trafficextension.yaml",
+			Old:  "url: oci://ghcr.io/example/wafguard@sha256:" + zeros, New: "url: oci://ghcr.io/example/wafguard:0.1.0",
+			Want: `trafficextension.yaml:%d: spec.wasm.url: got "oci://ghcr.io/example/wafguard:0.1.0", want the image pinned by digest, <registry>/<repository>@sha256:<64 hex digits> (the digest go run mage.go push prints)`,
+		},
+		{
+			Name: "traffic extension that fails open",
+			File: "trafficextension.yaml",
+			Old:  "failStrategy: FAIL_RELOAD", New: "failStrategy: FAIL_OPEN",
+			Want: `trafficextension.yaml:%d: spec.wasm.failStrategy: got FAIL_OPEN, want FAIL_RELOAD or FAIL_CLOSE: FAIL_OPEN skips the WAF`,
+		},
+		{
+			Name: "traffic extension with the hold mode",
+			File: "trafficextension.yaml",
+			Old:  "      default_directives: crs\n", New: "      default_directives: crs\n      hold_headers_until_inspected: true\n",
+			LineOf: "    pluginConfig:\n",
+			Want:   `trafficextension.yaml:%d: spec.wasm.pluginConfig: hold_headers_until_inspected is true, but a TrafficExtension cannot set Envoy's allow_on_headers_stop_iteration, without which the plugin answers every held request 500 after hold_headers_timeout_ms: keep it false`,
+		},
+		{
+			Name: "traffic extension configuration that is not the wasm plugin's",
+			File: "trafficextension.yaml",
+			Old:  "env: prod", New: "env: staging",
+			LineOf: "    pluginConfig:\n",
+			Want:   `trafficextension.yaml:%d: spec.wasm.pluginConfig: differs from the pluginConfig of wasmplugin.yaml: keep the two the same (envoyfilter-buffer-limit.yaml and stats-bootstrap.yaml are written for it)`,
+		},
+		{
+			Name: "misspelled field in an envoy patch",
+			File: "envoyfilter-buffer-limit.yaml",
+			Old:  "per_connection_buffer_limit_bytes: 2097152", New: "per_connection_buffer_limit: 2097152",
+			Want: `envoyfilter-buffer-limit.yaml:%d: spec.configPatches[0].patch.value.per_connection_buffer_limit: unknown field "per_connection_buffer_limit"`,
+		},
+		{
+			Name: "misspelled field in a typed_config of an envoy patch",
+			File: "envoyfilter-ratelimit.yaml",
+			Old:  "failure_mode_deny: false", New: "failure_mode_deni: false",
+			Want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.value.typed_config.failure_mode_deni: unknown field "failure_mode_deni"`,
+		},
+		{
+			Name: "validation rule in an inserted filter",
+			File: "envoyfilter-ratelimit.yaml",
+			Old:  "domain: wafguard", New: `domain: ""`,
+			Want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.value.typed_config.domain: value length must be at least 1 runes`,
+		},
+		{
+			Name: "unknown patch operation",
+			File: "envoyfilter-ratelimit.yaml",
+			Old:  "operation: INSERT_FIRST", New: "operation: INSERT_SOMEWHERE",
+			Want: `envoyfilter-ratelimit.yaml:%d: spec.configPatches[0].patch.operation: invalid value for enum field operation: "INSERT_SOMEWHERE"`,
+		},
+		{
+			Name: "metric label the bootstrap override does not extract",
+			File: "stats-bootstrap.yaml",
+			Old:  `{"tag_name": "env", "regex": "(_env=([^_]+))"},`, New: "",
+			Want: `stats-bootstrap.yaml: data["custom_bootstrap.json"]: stats_config.stats_tags: stat "wasmcustom.waf_filter.tx.total_env=prod" becomes waf_filter_tx_total_env_prod{}, want waf_filter_tx_total{env="prod"}; add or fix the tag regex of each label`,
 		},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			orig, err := os.ReadFile(c.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := string(orig)
-			if n := strings.Count(s, c.old); n != 1 {
-				t.Fatalf("%q occurs %d times in %s, want exactly 1", c.old, n, c.file)
-			}
-			lineOf := c.old
-			if c.lineOf != "" {
-				lineOf = c.lineOf
-			}
-			line := strings.Count(s[:strings.Index(s, lineOf)], "\n") + 1 + c.lineAdd
-			err = checkFile(c.file, []byte(strings.Replace(s, c.old, c.new, 1)))
-			want := c.want
-			if strings.Contains(want, "%d") {
-				want = fmt.Sprintf(want, line)
-			}
-			if err == nil || err.Error() != want {
-				t.Fatalf("got error\n\t%v\nwant\n\t%s", err, want)
-			}
-		})
+	kubeexample.TestBrokenCopies(t, cases, func(file string, data []byte) error {
+		return checkFile(file, data, nil)
+	})
+}
+
+// TestExamples_imageDigest checks the digest trafficextension.yaml pins
+// against an image.json (kubeexample.TestImageDigest).
+func TestExamples_imageDigest(t *testing.T) {
+	const file = "trafficextension.yaml"
+	orig, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
 	}
+	kubeexample.TestImageDigest(t, strings.Repeat("0", 64), func(digest string, images *kubeexample.Images) error {
+		return checkFile(file, bytes.ReplaceAll(orig, []byte(strings.Repeat("0", 64)), []byte(digest)), images)
+	})
 }
