@@ -26,7 +26,9 @@ import (
 // earlyUpstream answers every request the way streaming and full-duplex
 // servers do: its response headers go out as soon as it has the request
 // headers, then it reads the body, records it under the request's path,
-// and ends the response with "ok".
+// and ends the response with "ok". Under /complete/ it sends its whole
+// response ("ok", with a Content-Length) before it reads the body, as a
+// server that refuses a request from its headers does.
 type earlyUpstream struct {
 	addr string
 	mu   sync.Mutex
@@ -44,13 +46,22 @@ func startEarlyUpstream(t *testing.T) *earlyUpstream {
 		rc := http.NewResponseController(w)
 		rc.EnableFullDuplex()
 		w.Header().Set("Content-Type", "text/plain")
+		complete := strings.HasPrefix(r.URL.Path, "/complete/")
+		if complete {
+			w.Header().Set("Content-Length", "2")
+		}
 		w.WriteHeader(200)
+		if complete {
+			w.Write([]byte("ok"))
+		}
 		rc.Flush()
 		body, _ := io.ReadAll(r.Body) // what arrived, even when the request was reset
 		u.mu.Lock()
 		u.got[r.URL.Path] = string(body)
 		u.mu.Unlock()
-		w.Write([]byte("ok"))
+		if !complete {
+			w.Write([]byte("ok"))
+		}
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -192,6 +203,23 @@ func TestEnvoy_earlyResponse(t *testing.T) {
 			}
 		}
 	}
+	// An upstream that sends its whole response before it reads the body:
+	// Envoy then gives no more of the request to any filter and resets the
+	// upstream request. The client gets the upstream's answer; no byte of
+	// the attack after it reaches the upstream.
+	for _, c := range attacks[:2] {
+		path := fmt.Sprintf("/complete/%d", n)
+		code, body, err := pausedPost(e.Listen, path, c.contentType, c.parts, false, 400*time.Millisecond)
+		if err != nil || code != 200 || body != "ok" {
+			t.Errorf("complete answer first, %s: %d %q, %v; want the upstream's 200 \"ok\"", c.name, code, body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if got, _ := up.body(path); strings.Contains(got, c.attack) {
+			t.Errorf("complete answer first, %s: the upstream received %q", c.name, got)
+		}
+		n++
+	}
+
 	// The same over HTTP/2 (h2c): the body streams as DATA frames.
 	h2 := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)

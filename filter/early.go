@@ -27,9 +27,17 @@ import (
 //     local reply, which replaces the held response (Envoy writes it
 //     directly: the response never left the filter), and nothing of the
 //     body reaches the upstream. A pass releases the body upstream, runs
-//     phase 3 on the held headers, phase 4 on the held body when the
-//     response has already ended, and lets the response continue
-//     (proxy_continue_stream), or answers locally if phase 3 or 4 blocks.
+//     phase 3 on the held headers and lets the response continue
+//     (proxy_continue_stream), or answers locally if phase 3 blocks;
+//     phase 4 reads the response body as usual.
+//   - If the response ends first (a response without a body, or the end of
+//     its body or its trailers reaching the filter), Envoy delivers no more
+//     of the request to any filter and resets the upstream request: the
+//     rest of the body is never forwarded. Phase 2 then runs on the part
+//     that arrived, phases 3 and 4 on the response, and the response goes
+//     on or is answered locally. Without allow_on_headers_stop_iteration
+//     the filter does not see the end of a body Envoy holds for it: such a
+//     stream waits until Envoy's stream_idle_timeout answers it.
 //
 // Two kinds of stream differ:
 //
@@ -54,9 +62,6 @@ type earlyResponse struct {
 	// (allow_on_headers_stop_iteration passes it to the filter while its
 	// headers are held; without it Envoy holds the body itself).
 	bodySize int
-	// ended is set once the response ended: end of stream on the headers
-	// or on a body chunk, or trailers.
-	ended bool
 }
 
 // resumeResponse is proxywasm.ResumeHttpResponse; the native runner
@@ -66,8 +71,8 @@ var resumeResponse = proxywasm.ResumeHttpResponse
 
 // holdEarlyResponse pauses the response headers that arrived before the
 // request ended (see above).
-func (s *stream) holdEarlyResponse(headers [][2]string, endOfStream bool) types.Action {
-	s.early = &earlyResponse{headers: headers, ended: endOfStream}
+func (s *stream) holdEarlyResponse(headers [][2]string) types.Action {
+	s.early = &earlyResponse{headers: headers}
 	s.plugin.metrics.earlyResponses.Increment(1)
 	proxywasm.LogDebug("waf: the upstream answered before the request ended; its response waits until phase 2 has passed the whole request body, unique_id " + s.tx.ID())
 	return types.ActionPause
@@ -75,74 +80,68 @@ func (s *stream) holdEarlyResponse(headers [][2]string, endOfStream bool) types.
 
 // body records a response body callback while the response waits, and
 // keeps the body buffered in Envoy, unread.
-func (e *earlyResponse) body(bodySize int, endOfStream bool) types.Action {
+func (e *earlyResponse) body(bodySize int) types.Action {
 	e.bodySize = bodySize
-	e.ended = e.ended || endOfStream
 	return types.ActionPause
 }
 
-// trailers records the response's trailers while the response waits.
-func (e *earlyResponse) trailers() types.Action {
-	e.ended = true
-	return types.ActionPause
+// cutRequest runs phase 2 on the request body received so far, once the
+// response ended before the request did: from then on Envoy delivers no
+// more of the request to any filter and resets the upstream request (its
+// filter manager stops decoding once the response ended, and its router
+// resets an upstream request whose response completed first), so the rest
+// of the body never reaches the upstream, and reqCut makes sure the
+// filter releases none of it.
+func (s *stream) cutRequest() {
+	s.reqCut = true
+	if !s.reqDone {
+		s.requestBodyPhase()
+	}
 }
 
-// releaseEarlyResponse runs once phase 2 has passed the request: phase 3
-// on the held headers, phase 4 when the response has ended, then the
-// response continues, or is answered locally (s.replied). A response
-// whose body is still coming stays paused when the filter already reads
-// its body; its body callbacks then go on as usual and release headers
-// and body together.
+// endEarlyResponse handles a held response that ended (end of stream on a
+// body chunk, or trailers) before the request did: phase 2 on what
+// arrived (cutRequest), then phase 3 on the held headers. done reports
+// that the callback answers a; otherwise the body Envoy buffered for the
+// filter goes through phase 4 in the same callback, as any response body.
+func (s *stream) endEarlyResponse() (a types.Action, done bool) {
+	e := s.early
+	s.early = nil
+	if s.cutRequest(); s.replied {
+		return types.ActionPause, true
+	}
+	a = s.responseHeaders(e.headers, false)
+	return a, s.replied || s.respDone
+}
+
+// releaseEarlyResponse runs once phase 2 has passed the whole request,
+// from the request's last callback: phase 3 on the held headers, then the
+// response continues, or is answered locally (s.replied). The response
+// has not ended (that would have cut the request). When Envoy gave the
+// filter some of its body meanwhile, phase 4 reads it now, and the
+// headers stay held with it until the body's end passes phase 4 in
+// OnHttpResponseBody; else the headers go on (or stay held in hold mode)
+// and the body follows as usual.
 func (s *stream) releaseEarlyResponse() {
 	e := s.early
 	s.early = nil
-	action := s.responseHeaders(e.headers, e.ended && e.bodySize == 0)
+	action := s.responseHeaders(e.headers, false)
 	switch {
 	case s.replied:
 		return
 	case s.respDone:
-		// Phase 4 has run already: no body to read.
+		// Phase 4 has run already: the body is not read.
 		resumeResponse()
 		return
-	}
-	if e.bodySize > 0 {
-		// The body Envoy buffered for the filter while it waited.
-		chunk, err := proxywasm.GetHttpResponseBody(0, e.bodySize)
-		if err != nil {
-			proxywasm.LogError("waf: reading the response body held while the request ended: " + err.Error())
-			s.failClosed()
-			return
-		}
-		s.respBodySeen = e.bodySize
-		it, n, err := s.tx.WriteResponseBody(chunk)
-		if err != nil {
-			proxywasm.LogError("waf: buffering the response body: " + err.Error())
-			s.failClosed()
-			return
-		}
-		if it != nil {
-			s.interrupt(it, phaseResponseBody)
-			return
-		}
-		if n < len(chunk) || e.ended {
-			if s.finishResponseBody(); !s.replied {
-				resumeResponse()
-			}
-		}
-		// Else the headers stay held with the body read so far, and
-		// OnHttpResponseBody goes on from respBodySeen.
-		return
-	}
-	if e.ended {
-		// Trailers ended a response without a body.
-		if s.finishResponseBody(); !s.replied {
+	case e.bodySize > 0:
+		if _, done := s.feedResponseBody(e.bodySize); done && !s.replied {
+			// Phase 4 ran at SecResponseBodyLimit (ProcessPartial).
 			resumeResponse()
 		}
 		return
-	}
-	if action == types.ActionContinue {
-		// The body follows: Envoy delivers what it held to the filter
-		// once the headers continue.
+	case action == types.ActionContinue:
+		// Envoy delivers the body it held to the filter once the
+		// headers continue.
 		resumeResponse()
 	}
 	// Else hold mode keeps the response headers until phase 4 (hold.go).

@@ -106,21 +106,21 @@ var evasionCases = []evasionCase{
 			"body before any of it goes upstream",
 		config: markerRules,
 		ex: exchange{method: "POST", headers: append([][2]string{{"transfer-encoding", "chunked"}}, formHeader...),
-			body: chunks("a=1&", "b=evilmarker"), respAfter: 1},
+			body: chunks("a=1&", "b=evilmarker"), respAfter: 1, respBody: [][]byte{[]byte("ok")}},
 		wantStatus: 403,
 	},
 	{
 		name:       "early answer, marker split across it",
 		why:        "the marker is cut where the upstream answered; phase 2 still sees the whole body",
 		config:     markerRules,
-		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&b=evil", "mar", "ker"), respAfter: 1},
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&b=evil", "mar", "ker"), respAfter: 1, respBody: [][]byte{[]byte("ok")}},
 		wantStatus: 403,
 	},
 	{
 		name:       "early answer, body past the limit with reject",
 		why:        "the body limit applies to the rest of the body as before the answer",
 		config:     bodyLimitConfig("Reject"),
-		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("b", 120)), respAfter: 1},
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("b", 120)), respAfter: 1, respBody: [][]byte{[]byte("ok")}},
 		wantStatus: 413,
 	},
 	{
@@ -128,7 +128,7 @@ var evasionCases = []evasionCase{
 		why: "ProcessPartial's documented trade-off holds with an early answer too: the first SecRequestBodyLimit bytes " +
 			"are inspected, the rest passes",
 		config:     bodyLimitConfig("ProcessPartial"),
-		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("a", 99)+"=attack"), respAfter: 1},
+		ex:         exchange{method: "POST", headers: formHeader, body: chunks("a=1&", strings.Repeat("a", 99)+"=attack"), respAfter: 1, respBody: [][]byte{[]byte("ok")}},
 		wantStatus: 200,
 	},
 

@@ -308,16 +308,21 @@ func (p *testPluginContext) NewHttpContext(contextID uint32) types.HttpContext {
 
 // doEarly drives an exchange whose upstream answers after ex.respAfter
 // request body chunks, before the rest (Envoy's filter manager runs the
-// decode and encode paths independently):
+// decode and encode paths independently): its headers and body arrive
+// then, and its end after the request's end, or with the rest of it when
+// ex.respEndsEarly. As in Envoy (docs/envoy-host-rules.md 2.6):
 //
 //   - response headers the filter pauses are held: with
 //     allow_on_headers_stop_iteration the response body callbacks still
 //     come, without it Envoy holds the body until the filter resumes
-//     the response, then delivers all of it in one callback;
+//     the response, then delivers what it held in one callback;
 //   - a local reply sent while the filter holds the response headers is
 //     written directly, replacing the response, without the filter's
 //     response callbacks; once the headers went downstream it resets the
 //     stream;
+//   - once the response has ended at the filter manager, held or not, no
+//     more request data reaches the filter, and the upstream request is
+//     reset;
 //   - proxy_continue_stream on the response (which the emulator forgets
 //     when it comes from inside a callback: see resumeResponse) releases
 //     the held response.
@@ -330,12 +335,6 @@ func (p *nativePlugin) doEarly(t testing.TB, id uint32, ex exchange, reqHeaders 
 	resumeResponse = func() error {
 		resumed = true
 		return nil
-	}
-	direct := func(lr *proxytest.LocalHttpResponse) outcome {
-		o := outcome{status: int(lr.StatusCode), localReply: true, upstreamHeaders: out.upstreamHeaders, upstreamBody: out.upstreamBody}
-		o.headers = append([][2]string{{":status", strconv.Itoa(int(lr.StatusCode))}}, lr.Headers...)
-		o.body = append([]byte(nil), lr.Data...)
-		return o
 	}
 
 	action := h.CallOnRequestHeaders(id, reqHeaders, false)
@@ -350,107 +349,128 @@ func (p *nativePlugin) doEarly(t testing.TB, id uint32, ex exchange, reqHeaders 
 
 	status := ex.upstreamStatus()
 	respHeaders := append([][2]string{{":status", strconv.Itoa(status)}}, ex.respHeaders...)
-	respStarted := false // the response headers reached the filter
-	respHeld := false    // ... and the filter paused them
-	respOut := false     // the response headers went downstream
-	var heldBody []byte  // response body Envoy holds (StopAll)
-	respEnded := false   // every response body chunk reached the filter or Envoy's buffer
-	deliverBody := func() (outcome, bool) {
-		for i, chunk := range ex.respBody {
-			last := i == len(ex.respBody)-1
-			a := h.CallOnResponseBody(id, chunk, last)
+	var (
+		held      bool   // the filter paused the response headers
+		respOut   bool   // the response headers went downstream
+		respEnded bool   // the response's end reached the filter manager
+		heldBody  []byte // response body Envoy holds for the filter (StopAll)
+		sent      int    // response body chunks given to the filter or to heldBody
+	)
+	// reply is what the client sees of a local reply sent now.
+	reply := func(lr *proxytest.LocalHttpResponse) outcome {
+		if respOut {
+			// The response went downstream: Envoy resets.
+			return outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody}
+		}
+		o := outcome{status: int(lr.StatusCode), localReply: true, upstreamHeaders: true, upstreamBody: out.upstreamBody}
+		o.headers = append([][2]string{{":status", strconv.Itoa(int(lr.StatusCode))}}, lr.Headers...)
+		o.body = append([]byte(nil), lr.Data...)
+		return o
+	}
+	released := func() {
+		held, respOut = false, true
+		out.status, out.headers = status, h.GetCurrentResponseHeaders(id)
+	}
+	// respond gives the filter the response body chunks up to n (the
+	// last with end of stream), or Envoy's buffer while it holds them.
+	respond := func(n int) (outcome, bool) {
+		for ; sent < n; sent++ {
+			last := sent == len(ex.respBody)-1
+			if last {
+				respEnded = true
+			}
+			if held && !p.env.stopIteration {
+				heldBody = append(heldBody, ex.respBody[sent]...)
+				continue
+			}
+			a := h.CallOnResponseBody(id, ex.respBody[sent], last)
 			if lr := h.GetSentLocalResponse(id); lr != nil {
-				if respOut {
-					return outcome{upstream: out.upstream, upstreamHeaders: true, upstreamBody: out.upstreamBody}, true
-				}
-				return direct(lr), true
+				return reply(lr), true
 			}
 			if a == types.ActionContinue {
-				respHeld, respOut = false, true
+				if held {
+					released()
+				}
 				out.body = append(out.body, h.GetCurrentResponseBody(id)...)
 			}
 		}
-		respEnded = true
 		return outcome{}, false
 	}
 
 	for i, chunk := range ex.body {
 		if i == ex.respAfter {
-			respStarted = true
 			a := h.CallOnResponseHeaders(id, respHeaders, ex.respBody == nil)
 			if lr := h.GetSentLocalResponse(id); lr != nil {
-				return p.finish(t, id, direct(lr))
+				return p.finish(t, id, reply(lr))
 			}
-			respHeld = a != types.ActionContinue
-			respOut = !respHeld
-			if respOut {
-				out.status, out.headers = status, h.GetCurrentResponseHeaders(id)
+			held = a != types.ActionContinue
+			if !held {
+				released()
 			}
 			if ex.respBody == nil {
 				respEnded = true
-			} else if respOut || p.env.stopIteration {
-				if o, done := deliverBody(); done {
-					return p.finish(t, id, o)
-				}
-			} else {
-				heldBody = bytes.Join(ex.respBody, nil)
-				respEnded = true
 			}
+			n := len(ex.respBody) - 1
+			if ex.respEndsEarly {
+				n = len(ex.respBody)
+			}
+			if o, done := respond(n); done {
+				return p.finish(t, id, o)
+			}
+		}
+		if respEnded {
+			// Envoy delivers no more of the request.
+			break
 		}
 		last := i == len(ex.body)-1 && !ex.reset
 		action = h.CallOnRequestBody(id, chunk, last)
 		if lr := h.GetSentLocalResponse(id); lr != nil {
-			switch {
-			case !respStarted:
+			if i < ex.respAfter {
 				o := p.localReplyFromRequest(t, id, lr)
 				o.upstreamHeaders, o.upstreamBody = true, out.upstreamBody
 				return p.finish(t, id, o)
-			case respOut:
-				// The response went downstream: Envoy resets.
-				return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
-			default:
-				return p.finish(t, id, direct(lr))
 			}
+			return p.finish(t, id, reply(lr))
 		}
 		if action == types.ActionContinue {
 			out.upstreamBody = append(out.upstreamBody, h.GetCurrentRequestBody(id)...)
-			if last {
-				out.upstream = true
-			}
+			out.upstream = last
 		}
 	}
-	if ex.reset {
+	if ex.reset && !respEnded {
 		return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
 	}
-	if !out.upstream {
+	if !respEnded && !out.upstream {
 		t.Errorf("request: the filter still holds the request at its end (last action %v)", action)
 		return p.finish(t, id, outcome{upstreamHeaders: true, upstreamBody: out.upstreamBody})
 	}
-	if respHeld {
-		if !resumed {
-			t.Errorf("early response: the request ended and the filter neither resumed nor answered the held response")
-			p.finish(t, id, outcome{})
-			return outcome{stuck: true, upstream: true, upstreamHeaders: true, upstreamBody: out.upstreamBody}
-		}
-		respHeld, respOut = false, true
-		out.status, out.headers = status, h.GetCurrentResponseHeaders(id)
+	if held && resumed {
+		released()
 		if heldBody != nil {
 			// Envoy delivers what it held in one callback.
-			a := h.CallOnResponseBody(id, heldBody, true)
+			a := h.CallOnResponseBody(id, heldBody, respEnded)
 			if lr := h.GetSentLocalResponse(id); lr != nil {
-				return p.finish(t, id, outcome{upstream: true, upstreamHeaders: true, upstreamBody: out.upstreamBody})
+				return p.finish(t, id, reply(lr))
 			}
-			if a != types.ActionContinue {
-				t.Errorf("response: the filter still holds the response at its end (action %v)", a)
+			if a == types.ActionContinue {
+				out.body = append(out.body, h.GetCurrentResponseBody(id)...)
 			}
-			out.body = append(out.body, h.GetCurrentResponseBody(id)...)
 		} else if p.env.stopIteration {
 			// The body the filter kept buffered goes with the headers.
 			out.body = append(out.body, h.GetCurrentResponseBody(id)...)
 		}
 	}
-	if !respEnded {
-		t.Errorf("early response: the response did not end")
+	if held && !p.env.stopIteration || held && respEnded {
+		// Nothing more comes that could release the response: Envoy's
+		// stream idle timeout ends the stream.
+		p.finish(t, id, outcome{})
+		return outcome{stuck: true, upstreamHeaders: true, upstreamBody: out.upstreamBody}
+	}
+	if o, done := respond(len(ex.respBody)); done {
+		return p.finish(t, id, o)
+	}
+	if held {
+		t.Errorf("response: the filter still holds the response at its end")
 	}
 	return p.finish(t, id, out)
 }

@@ -41,6 +41,10 @@ type exchange struct {
 	// is still arriving, as Envoy delivers an upstream's early answer.
 	// 0: the upstream answers once the whole request reached it.
 	respAfter int
+	// respEndsEarly: with respAfter, the upstream's whole response, its
+	// end included, arrives before the rest of the request; else its end
+	// comes after the request's end.
+	respEndsEarly bool
 }
 
 // outcome is what the client and the upstream saw.

@@ -109,16 +109,17 @@ type v8Plugin struct {
 func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
 	res, err := p.v.vm.Exchange(v8host.Exchange{
-		Headers:     ex.requestHeaders(),
-		Body:        ex.body,
-		Reset:       ex.reset,
-		Source:      wasmInfo.SourceAddress,
-		Destination: wasmInfo.DestinationAddress,
-		Protocol:    wasmInfo.Protocol,
-		RespStatus:  ex.upstreamStatus(),
-		RespHeaders: ex.respHeaders,
-		RespBody:    ex.respBody,
-		RespAfter:   ex.respAfter,
+		Headers:       ex.requestHeaders(),
+		Body:          ex.body,
+		Reset:         ex.reset,
+		Source:        wasmInfo.SourceAddress,
+		Destination:   wasmInfo.DestinationAddress,
+		Protocol:      wasmInfo.Protocol,
+		RespStatus:    ex.upstreamStatus(),
+		RespHeaders:   ex.respHeaders,
+		RespBody:      ex.respBody,
+		RespAfter:     ex.respAfter,
+		RespEndsEarly: ex.respEndsEarly,
 	})
 	if err != nil {
 		t.Fatal(err)

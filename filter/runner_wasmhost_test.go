@@ -127,11 +127,12 @@ var wasmInfo = wasmhost.StreamInfo{SourceAddress: "10.1.2.3:43210", DestinationA
 func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
 	req := &wasmhost.Request{
-		Headers:       ex.requestHeaders(),
-		Body:          ex.body,
-		Reset:         ex.reset,
-		Info:          wasmInfo,
-		ResponseAfter: ex.respAfter,
+		Headers:           ex.requestHeaders(),
+		Body:              ex.body,
+		Reset:             ex.reset,
+		Info:              wasmInfo,
+		ResponseAfter:     ex.respAfter,
+		ResponseEndsEarly: ex.respEndsEarly,
 	}
 	up := wasmhost.UpstreamFunc(func(context.Context, *wasmhost.UpstreamRequest) (*wasmhost.Response, error) {
 		return &wasmhost.Response{Status: ex.upstreamStatus(), Headers: ex.respHeaders, Body: ex.respBody}, nil

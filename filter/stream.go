@@ -67,6 +67,10 @@ type stream struct {
 	// ended, paused until phase 2 has passed the whole request body
 	// (early.go); nil otherwise.
 	early *earlyResponse
+	// reqCut is set when the response ended before the request did: phase
+	// 2 ran on the body received so far, and Envoy delivers no more of
+	// it; nothing of the request body is released from then on (early.go).
+	reqCut bool
 
 	// rules is the rule set chosen by :authority.
 	rules *hostRules
@@ -199,6 +203,9 @@ func (s *stream) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 // while feeding Coraza, and evaluates phase 2 at the end of the stream or
 // when SecRequestBodyLimit is reached.
 func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action {
+	if s.reqCut {
+		return types.ActionPause
+	}
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
@@ -245,6 +252,9 @@ func (s *stream) OnHttpRequestBody(bodySize int, endOfStream bool) types.Action 
 // OnHttpRequestTrailers implements types.HttpContext. Trailers end a body
 // whose last chunk had no end of stream.
 func (s *stream) OnHttpRequestTrailers(int) types.Action {
+	if s.reqCut {
+		return types.ActionPause
+	}
 	if s.tx == nil || s.reqDone || s.replied {
 		return types.ActionContinue
 	}
@@ -256,9 +266,23 @@ func (s *stream) OnHttpRequestTrailers(int) types.Action {
 	return s.finishRequestBody()
 }
 
-// finishRequestBody evaluates phase 2. Held request headers go on with
-// the body when it returns Continue.
+// finishRequestBody evaluates phase 2, then lets a response that waited
+// for it go on (early.go). Held request headers go on with the body when
+// it returns Continue.
 func (s *stream) finishRequestBody() types.Action {
+	if a := s.requestBodyPhase(); s.replied {
+		return a
+	}
+	if s.early != nil {
+		if s.releaseEarlyResponse(); s.replied {
+			return types.ActionPause
+		}
+	}
+	return types.ActionContinue
+}
+
+// requestBodyPhase evaluates phase 2 and marks the request done.
+func (s *stream) requestBodyPhase() types.Action {
 	s.reqDone = true
 	s.reqHeld = false
 	s.unwatch()
@@ -271,12 +295,6 @@ func (s *stream) finishRequestBody() types.Action {
 		return s.interrupt(it, phaseRequestBody)
 	}
 	s.checkWouldBlock(phaseRequestBody)
-	if s.early != nil {
-		s.releaseEarlyResponse()
-		if s.replied {
-			return types.ActionPause
-		}
-	}
 	return types.ActionContinue
 }
 
@@ -298,7 +316,14 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 	}
 	if !s.reqDone {
 		if !s.tunnel {
-			return s.holdEarlyResponse(headers, endOfStream)
+			if endOfStream {
+				// A response without a body: it ended already.
+				if s.cutRequest(); s.replied {
+					return types.ActionPause
+				}
+				return s.responseHeaders(headers, true)
+			}
+			return s.holdEarlyResponse(headers)
 		}
 		// The upstream accepted a tunnel: what the client sent before
 		// is the request's body, and what follows is the tunnel's.
@@ -351,35 +376,53 @@ func (s *stream) OnHttpResponseBody(bodySize int, endOfStream bool) types.Action
 		return types.ActionContinue
 	}
 	if s.early != nil {
-		return s.early.body(bodySize, endOfStream)
+		if !endOfStream {
+			return s.early.body(bodySize)
+		}
+		// The response ended before the request did.
+		if a, done := s.endEarlyResponse(); done {
+			return a
+		}
 	}
 	if s.respHeld {
 		s.bodyWhileHeld()
 	}
 	defer s.addTime(time.Now())
-	if bodySize > s.respBodySeen {
-		chunk, err := proxywasm.GetHttpResponseBody(s.respBodySeen, bodySize-s.respBodySeen)
-		if err != nil {
-			proxywasm.LogError("waf: reading the response body: " + err.Error())
-			return s.failClosed()
-		}
-		s.respBodySeen = bodySize
-		it, n, err := s.tx.WriteResponseBody(chunk)
-		if err != nil {
-			proxywasm.LogError("waf: buffering the response body: " + err.Error())
-			return s.failClosed()
-		}
-		if it != nil {
-			return s.interrupt(it, phaseResponseBody)
-		}
-		if n < len(chunk) {
-			return s.finishResponseBody()
-		}
+	if a, done := s.feedResponseBody(bodySize); done {
+		return a
 	}
 	if endOfStream {
 		return s.finishResponseBody()
 	}
 	return types.ActionPause
+}
+
+// feedResponseBody gives Coraza the response body bytes past
+// respBodySeen, up to bodySize (Envoy's total while the filter pauses).
+// done reports that the callback answers a: an interruption, a failure,
+// or phase 4 run at SecResponseBodyLimit.
+func (s *stream) feedResponseBody(bodySize int) (a types.Action, done bool) {
+	if bodySize <= s.respBodySeen {
+		return types.ActionContinue, false
+	}
+	chunk, err := proxywasm.GetHttpResponseBody(s.respBodySeen, bodySize-s.respBodySeen)
+	if err != nil {
+		proxywasm.LogError("waf: reading the response body: " + err.Error())
+		return s.failClosed(), true
+	}
+	s.respBodySeen = bodySize
+	it, n, err := s.tx.WriteResponseBody(chunk)
+	if err != nil {
+		proxywasm.LogError("waf: buffering the response body: " + err.Error())
+		return s.failClosed(), true
+	}
+	if it != nil {
+		return s.interrupt(it, phaseResponseBody), true
+	}
+	if n < len(chunk) {
+		return s.finishResponseBody(), true
+	}
+	return types.ActionContinue, false
 }
 
 // OnHttpResponseTrailers implements types.HttpContext.
@@ -388,7 +431,14 @@ func (s *stream) OnHttpResponseTrailers(int) types.Action {
 		return types.ActionContinue
 	}
 	if s.early != nil {
-		return s.early.trailers()
+		// The response ended before the request did.
+		size := s.early.bodySize
+		if a, done := s.endEarlyResponse(); done {
+			return a
+		}
+		if a, done := s.feedResponseBody(size); done {
+			return a
+		}
 	}
 	if s.respHeld {
 		s.bodyWhileHeld()
