@@ -16,7 +16,13 @@ var (
 	propRequestProtocol    = []string{"request", "protocol"}
 	propSourceAddress      = []string{"source", "address"}
 	propDestinationAddress = []string{"destination", "address"}
+	propResponseDetails    = []string{"response", "code_details"}
 )
+
+// detailsViaUpstream is Envoy's response code details for a response that
+// came from the upstream; any other value names a local reply (Envoy's
+// own, such as a buffer limit's 413, or another filter's).
+const detailsViaUpstream = "via_upstream"
 
 // defaultProtocol is used when the request.protocol property is missing.
 const defaultProtocol = "HTTP/1.1"
@@ -315,9 +321,18 @@ func (s *stream) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 		return s.failClosed()
 	}
 	if !s.reqDone {
+		if d := getStringProperty(propResponseDetails); d != "" && d != detailsViaUpstream {
+			// A local reply of Envoy's (a buffer limit's 413, the
+			// router's 503) or of another filter: it ended the request
+			// before the upstream got its body, and is not inspected.
+			s.reqCut = true
+			s.reqDone, s.respDone = true, true
+			return types.ActionContinue
+		}
 		if !s.tunnel {
 			if endOfStream {
-				// A response without a body: it ended already.
+				// A response without a body: it ended already, and Envoy
+				// gives the filters no more of the request.
 				if s.cutRequest(); s.replied {
 					return types.ActionPause
 				}

@@ -394,6 +394,9 @@ class VM {
         return enc.encode(st.info.destination || "127.0.0.1:8080");
       case "response.code":
         return st.respStatus ? u64(st.respStatus) : null;
+      // "via_upstream" for the upstream's response, a local reply's details.
+      case "response.code_details":
+        return st.respDetails ? enc.encode(st.respDetails) : null;
     }
     return null;
   }
@@ -451,6 +454,7 @@ class Stream {
     this.pendingReply = null;
     this.out = { status: 0, headers: [], body: [], localReply: false, upstream: false, details: "", reset: false };
     this.respStatus = 0;
+    this.respDetails = "";
     // reqHdrsOut: the request headers went upstream (Envoy's router
     // sends them once the filter lets them continue).
     this.reqHdrsOut = false;
@@ -500,6 +504,7 @@ class Stream {
     const h = localReplyHeaders(lr);
     this.respHdrs = h;
     this.respStatus = lr.status;
+    this.respDetails = lr.details;
     this.invoke("proxy_on_response_headers", h.length, lr.body.length === 0 ? 1 : 0);
     if (lr.body.length > 0) {
       this.resp.buf = lr.body;
@@ -664,6 +669,7 @@ class Stream {
       x.respHdrs = true;
       this.respHdrs = [[":status", String(r.status)], ...r.headers];
       this.respStatus = r.status;
+      this.respDetails = "via_upstream";
       const end = !x.respHasBody && this.endDue();
       x.respEnded = end;
       x.respBodyOver = !x.respHasBody;
@@ -830,6 +836,7 @@ class Stream {
       this.out.localReply = true;
       this.respHdrs = localReplyHeaders(lr);
       this.respStatus = lr.status;
+      this.respDetails = lr.details;
       this.fmHeaders(true, lr.body.length === 0);
       if (lr.body.length > 0) this.fmData(true, lr.body, true);
       return;
@@ -848,6 +855,7 @@ class Stream {
     this.out.details = lr.details;
     this.respHdrs = localReplyHeaders(lr);
     this.respStatus = lr.status;
+    this.respDetails = lr.details;
     this.respHdrsOut = true;
     this.resp.out = lr.body.length > 0 ? [lr.body] : [];
     this.resp.complete = true;
@@ -1388,6 +1396,7 @@ function front(vm, pool, req, res) {
     }
     st.respHdrs = rh;
     st.respStatus = status;
+    st.respDetails = "via_upstream";
     const ha = st.invoke("proxy_on_response_headers", rh.length, eos ? 1 : 0);
     st.respHdrsOut = st.pendingReply === null && (ha === 0 || ha === 2);
     if (vm.failed) {

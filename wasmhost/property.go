@@ -187,6 +187,9 @@ func (st *Stream) responseProperty(tok []string) ([]byte, bool) {
 		}
 		return nil, false
 	case "code_details":
+		if st.details == "" && st.viaUpstream {
+			return []byte("via_upstream"), len(tok) == 1
+		}
 		return []byte(st.details), len(tok) == 1
 	case "headers":
 		return headersProperty(st.respHdrs, tok[1:])

@@ -157,6 +157,11 @@ type Stream struct {
 	dnHeaders bool
 	dnSent    int
 
+	// viaUpstream is set once the upstream's response headers reached the
+	// stream: response.code_details is then "via_upstream" until a local
+	// reply sets details.
+	viaUpstream bool
+
 	// ContinueWithoutPause counts proxy_continue_stream calls on a
 	// direction that was not paused, which Envoy treats as a programming
 	// error (notes 2.4).
@@ -266,6 +271,7 @@ func (s *Stream) ResponseHeaders(h [][2]string, eos bool) Action {
 	if s.replying || s.req.aborted && !s.reset {
 		return NotCalled // a local reply replaced the upstream response
 	}
+	s.viaUpstream = true
 	return s.headers(true, h, eos)
 }
 
