@@ -161,6 +161,13 @@ func (b *Builder) Finish(rulesInWAF int) *Index {
 		}
 	}
 	ix := newIndex(b.rules, facts, rulesInWAF, b.segment)
+	if ix.plan != nil && len(ix.plan.guards) != 0 {
+		if g, ok := guardsOf(ix.plan, b.rules, b.triggers); ok {
+			ix.guards = g
+		} else {
+			ix.plan = nil
+		}
+	}
 	var tagged map[string][]int // found when a rule needs them
 	taggedDone := false
 	for _, t := range b.triggers {

@@ -78,6 +78,9 @@ type Index struct {
 	// when there is none; plan is what Snapshot makes it from.
 	prelude *prelude
 	plan    *preludePlan
+	// guards are the prelude's guards in a blocking rule set: the
+	// transactions get the prelude from startGuarded, not Start.
+	guards []guard
 	// jumps are the marker jumps the compiled rule set holds (jumps.go),
 	// jumpsOff those of them that checkJumps refused, which Start removes
 	// from every transaction.

@@ -124,7 +124,8 @@ func (s *RuleSet) leaveOut(p *JumpPlan) {
 // openingLikely reports whether the rule set may have a prelude, without
 // which no gate is known to jump in every transaction (AlwaysJumps): its
 // rules of phase 1 must open with rules that Coraza may leave aside
-// (asideRule) up to the first constant one (constantRule). A rule set
+// (asideRule) or guards (guardRule) up to the first constant one
+// (constantRule). A rule set
 // whose first rules of phase 1 include another kind (one that may deny,
 // put before the CRS) has none, and the compile leaves nothing out rather
 // than compile the rule set a second time.
@@ -141,7 +142,7 @@ func (s *RuleSet) openingLikely(facts directiveFacts) bool {
 		switch {
 		case constantRule(r, facts):
 			return true
-		case !asideRule(r, facts):
+		case !asideRule(r, facts) && !guardRule(r, facts):
 			return false
 		}
 	}

@@ -34,7 +34,11 @@ import (
 //     none of them (inertRule), or a jump that always jumps (gateRule),
 //     whose rules up to its marker then never run; or
 //   - aside: a rule that reads and writes no TX and cannot stop, skip or
-//     remove rules (asideRule); it stays, and Coraza evaluates it.
+//     remove rules (asideRule); it stays, and Coraza evaluates it; or
+//   - a guard: a rule that would be aside but for a deny or drop, and
+//     reads only flags Coraza sets before phase 1 (guardRule), such as
+//     rules 200009 (URI_PARSE_ERROR) and 200004 (ARGUMENTS_LIMIT_REACHED)
+//     of Coraza's recommended configuration; it stays too.
 //
 // A transaction then starts with the TX values the run leaves, and without
 // its other rules. Since nothing in the run reads anything but TX, and
@@ -52,6 +56,18 @@ import (
 // transaction too (constantDecisions): one that never matches is removed,
 // and so is a paranoia-level gate that always jumps, with the rules it
 // jumps over.
+//
+// A guard that matches stops the transaction in blocking mode before the
+// rules of the run would have run: the transaction must then not have the
+// prelude, whose TX values the logging phase would read (the CRS's
+// reporting rules decide on them). So with guards in a blocking rule set,
+// Start leaves the TX values and the removals to the first of this
+// project's operators that Coraza evaluates in phase 1 (startGuarded): by
+// then the guards' flags are set, and it judges each guard with its own
+// operator on them, and gives the transaction the prelude only when none
+// matches. Coraza then evaluates the guards on the same values. In
+// DetectionOnly a guard stops nothing, and Start gives the prelude at
+// once, as without guards.
 //
 // What differs: these rules are not among the transaction's matched rules
 // (they log nothing and have no severity), and MATCHED_VAR is the last
@@ -78,6 +94,9 @@ type preludePlan struct {
 	decided  []decision   // past the opening
 	ids      []int        // the ID of every rule of the WAF, ascending
 	phase1   []int        // the IDs of the rules of phase 1
+	// guards are the positions of the opening's guards, when a guard
+	// may stop a transaction (the rule engine is On).
+	guards []int
 }
 
 // preludeActions are the actions a constant rule may have.
@@ -163,6 +182,11 @@ run:
 		case asideRule(r.observed, facts), slices.Contains(facts.screenedJumps, r.id):
 			// A screened jump passes over nothing but rules the screen
 			// drops and rules the prelude removes (checkScreened).
+			continue
+		case guardRule(r.observed, facts):
+			if !facts.engineNotOn {
+				p.guards = append(p.guards, r.pos)
+			}
 			continue
 		case gateRule(r.observed, byPos[r.pos]):
 			// It must jump (Snapshot checks), over the rules up to its
@@ -436,6 +460,113 @@ func asideRule(r observed, facts directiveFacts) bool {
 	return true
 }
 
+// guardActions are the actions a guard may have besides asideActions
+// (without ctl): it stops the transaction.
+var guardActions = map[string]bool{"deny": true, "drop": true, "status": true}
+
+// guardVariables are the variables a guard may read: flags Coraza sets
+// while it reads the request line and headers, before phase 1, and that
+// no rule writes.
+var guardVariables = map[string]bool{"URI_PARSE_ERROR": true, "ARGUMENTS_LIMIT_REACHED": true}
+
+// guardRule reports whether r is a guard (see prelude): a SecRule without
+// a chain or negation, with t:none or no transformation, that reads only
+// guardVariables whole and stops the transaction with deny or drop when
+// it matches, with no other effect than logging.
+func guardRule(r observed, facts directiveFacts) bool {
+	p := r.parsed
+	if r.id == 0 || !p.secRule || p.negated || inRanges(r.id, facts.updated) || inRanges(r.id, facts.targetsUpdated) ||
+		facts.defaultsTransform || len(p.targets) == 0 || !fastpath.Owns(p.opName) ||
+		!hasAction(p.actions, "deny") && !hasAction(p.actions, "drop") {
+		return false
+	}
+	for _, a := range p.actions {
+		if a.name == "ctl" || !asideActions[a.name] && !guardActions[a.name] {
+			return false
+		}
+		if a.name == "t" && !strings.EqualFold(strings.Trim(a.value, `"'`), "none") {
+			return false
+		}
+	}
+	for _, t := range p.targets {
+		if t.count || t.exclusion || t.keyed || !guardVariables[t.name] {
+			return false
+		}
+	}
+	return !strings.Contains(r.raw, "%{")
+}
+
+// guard is a guard of the prelude with what judges it: its rule's own
+// operator (not the trigger around it) and the variables it reads.
+type guard struct {
+	op   plugintypes.Operator
+	vars []variables.RuleVariable
+}
+
+// guardsOf finds the operators of the prelude's guards among the
+// builder's triggers. ok is false when one is missing.
+func guardsOf(plan *preludePlan, rules []observed, triggers []*trigger) ([]guard, bool) {
+	var out []guard
+	for _, pos := range plan.guards {
+		var g guard
+		for _, t := range triggers {
+			if t.pos == pos && t.starter {
+				g.op = t.op
+			}
+		}
+		if g.op == nil || pos >= len(rules) {
+			return nil, false
+		}
+		for _, t := range rules[pos].parsed.targets {
+			v, err := variables.Parse(t.name)
+			if err != nil {
+				return nil, false
+			}
+			g.vars = append(g.vars, v)
+		}
+		out = append(out, g)
+	}
+	return out, true
+}
+
+// guardMark, a removed rule ID range no rule is in, marks a transaction
+// whose prelude startGuarded decided. The screens' tokens count down from
+// -1; this is below any of them.
+const guardMark = -1 << 40
+
+// startGuarded decides, once per transaction, at the first of this
+// project's operators Coraza evaluates in phase 1, whether the
+// transaction gets the prelude: when no guard matches (see prelude).
+func (ix *Index) startGuarded(tx plugintypes.TransactionState) {
+	if tx.LastPhase() != types.PhaseRequestHeaders {
+		return
+	}
+	calls, ok := tx.(txCalls)
+	if !ok {
+		return
+	}
+	for _, r := range calls.GetRuleRemoveByIDRanges() {
+		if r[0] == guardMark {
+			return
+		}
+	}
+	calls.RemoveRuleByIDRange(guardMark, guardMark)
+	for _, g := range ix.guards {
+		for _, v := range g.vars {
+			col := tx.Collection(v)
+			if col == nil {
+				continue
+			}
+			for _, md := range col.FindAll() {
+				if g.op.Evaluate(tx, md.Value()) {
+					return
+				}
+			}
+		}
+	}
+	ix.applyPrelude(tx, calls)
+}
+
 // txRemover is what the prelude needs of Coraza's transaction besides its
 // state: removing rules for this transaction only.
 type txRemover interface {
@@ -451,6 +582,9 @@ type txRemover interface {
 // transaction no longer evaluates.
 func (ix *Index) Snapshot(waf coraza.WAF) (int, error) {
 	n, err := ix.snapshot(waf)
+	if ix.prelude == nil {
+		ix.guards = nil
+	}
 	removed := removedIDs(ix.prelude)
 	if ix.prelude != nil {
 		if jc := ix.jumpCheck; jc != nil {
@@ -639,6 +773,9 @@ func (ix *Index) constantJudges(waf coraza.WAF) {
 					return
 				}
 				ix.Start(tx)
+				if rm, ok := tx.(txRemover); ok && ix.guards != nil {
+					ix.applyPrelude(ts, rm)
+				}
 			}
 			if judge, ok := fastpath.JudgeIn(r.op, ts); ok {
 				r.judge = judge
@@ -696,9 +833,25 @@ func (ix *Index) Start(tx types.Transaction) {
 	for _, id := range ix.jumpsOff {
 		rm.RemoveRuleByID(id)
 	}
+	if ts, ok := tx.(plugintypes.TransactionState); ok && ix.guards == nil {
+		ix.applyPrelude(ts, rm)
+	}
+	if ix.hideMarkers {
+		// A transaction before this one may have ended with its
+		// markers shown (Index.shown is a hint).
+		ix.shown.Store(false)
+		rm.RemoveRuleByIDRange(markersHidden[0], markersHidden[1])
+		if ix.jumpRange != [2]int{} {
+			rm.RemoveRuleByIDRange(ix.jumpRange[0], ix.jumpRange[1])
+		}
+	}
+}
+
+// applyPrelude gives the transaction the prelude's TX values and removes
+// the rules it stands for.
+func (ix *Index) applyPrelude(ts plugintypes.TransactionState, rm txRemover) {
 	p := ix.prelude
-	ts, ok := tx.(plugintypes.TransactionState)
-	if p == nil || !ok {
+	if p == nil {
 		return
 	}
 	col := ts.Variables().TX()
@@ -710,15 +863,6 @@ func (ix *Index) Start(tx types.Transaction) {
 	}
 	for _, id := range p.single {
 		rm.RemoveRuleByID(id)
-	}
-	if ix.hideMarkers {
-		// A transaction before this one may have ended with its
-		// markers shown (Index.shown is a hint).
-		ix.shown.Store(false)
-		rm.RemoveRuleByIDRange(markersHidden[0], markersHidden[1])
-		if ix.jumpRange != [2]int{} {
-			rm.RemoveRuleByIDRange(ix.jumpRange[0], ix.jumpRange[1])
-		}
 	}
 }
 

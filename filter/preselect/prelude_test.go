@@ -385,3 +385,114 @@ func TestPrelude_states(t *testing.T) {
 	}
 	t.Logf("rules judged on a GET: %d, %d with the prelude's", withJudged, judged)
 }
+
+// guardedRules open phase 1 with a guard in the shape of rule 200004 of
+// Coraza's recommended configuration (deny when Coraza dropped arguments
+// past SecArgumentsLimit), before the constant rules; a rule of the
+// logging phase decides on a TX value the opening sets.
+const guardedRules = `SecRuleEngine On
+SecArgumentsLimit 3
+SecRule REQUEST_HEADERS:Content-Type "@rx ^application/json" "id:200001,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule ARGUMENTS_LIMIT_REACHED "@eq 1" "id:200004,phase:1,t:none,log,deny,status:400,msg:'Argument limit reached'"
+SecAction "id:900000,phase:1,pass,nolog,setvar:tx.setup=1,setvar:tx.level=1"
+SecRule &TX:level "@eq 0" "id:901100,phase:1,pass,nolog,setvar:tx.level=2"
+SecRule ARGS "@rx attack" "id:911100,phase:1,pass,log,setvar:tx.score=+1"
+SecRule &TX:setup "@eq 0" "id:980100,phase:5,pass,log,msg:'the setup did not run'"
+`
+
+// guardedRun runs a GET through phases 1, 2 and 5 and returns its
+// interruption's status, the rules that matched (but the prelude's, which
+// are never among them with it) and the TX collection.
+func guardedRun(t *testing.T, waf coraza.WAF, ix *Index, query string) string {
+	t.Helper()
+	tx := waf.NewTransaction()
+	defer tx.Close()
+	if ix != nil {
+		ix.Start(tx)
+	}
+	tx.ProcessURI("/?"+query, "GET", "HTTP/1.1")
+	tx.AddRequestHeader("Host", "example.com")
+	status := requestPhases(t, tx)
+	tx.ProcessLogging()
+	var matched []int
+	for _, mr := range tx.MatchedRules() {
+		if id := mr.Rule().ID(); id != 900000 && id != 901100 {
+			matched = append(matched, id)
+		}
+	}
+	var kv []string
+	for _, md := range tx.(plugintypes.TransactionState).Variables().TX().FindAll() {
+		if k := md.Key(); strings.Trim(k, "0123456789") != "" || md.Value() != "" {
+			kv = append(kv, k+"="+md.Value())
+		}
+	}
+	sort.Strings(kv)
+	return fmt.Sprintf("status %d, matched %v, tx %s", status, matched, strings.Join(kv, " "))
+}
+
+// TestPrelude_guards: a guard before the constant rules leaves the rule
+// set its prelude. A request the guard stops gets no prelude (its TX stays
+// empty, and the logging phase sees what Coraza alone gives it); every
+// other request gets it. Without SecRuleEngine On the guard stops
+// nothing, and Start gives the prelude at once.
+func TestPrelude_guards(t *testing.T) {
+	plain, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(guardedRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waf, ix := compile(t, guardedRules)
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.PreludeIDs(); !slices.Equal(got, []int{900000, 901100}) || len(ix.guards) != 1 {
+		t.Fatalf("prelude %v with %d guards, want [900000 901100] with one", got, len(ix.guards))
+	}
+	for q, want := range map[string]string{
+		"a=1":             "status 0, matched [], tx level=1 setup=1",
+		"a=attack":        "status 0, matched [911100], tx level=1 score=1 setup=1",
+		"a=1&b=2&c=3&d=4": "status 400, matched [200004 980100], tx ",
+	} {
+		without, with := guardedRun(t, plain, nil, q), guardedRun(t, waf, ix, q)
+		if without != want || with != want {
+			t.Errorf("%s:\nwithout the preselection %s\nwith it                  %s\nwant                     %s", q, without, with, want)
+		}
+	}
+
+	detect := strings.Replace(guardedRules, "SecRuleEngine On", "SecRuleEngine DetectionOnly", 1)
+	waf, ix = compile(t, detect)
+	if _, err := ix.Snapshot(waf); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.PreludeIDs(); !slices.Equal(got, []int{900000, 901100}) || ix.guards != nil {
+		t.Fatalf("DetectionOnly: prelude %v with %d guards, want [900000 901100] given by Start", got, len(ix.guards))
+	}
+	if plain, err = coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(detect)); err != nil {
+		t.Fatal(err)
+	}
+	q := "a=1&b=2&c=3&d=4"
+	if without, with := guardedRun(t, plain, nil, q), guardedRun(t, waf, ix, q); without != with || !strings.Contains(with, "status 0, matched [200004]") {
+		t.Errorf("DetectionOnly, %s:\nwithout the preselection %s\nwith it                  %s", q, without, with)
+	}
+}
+
+// TestGuardRule: what makes a rule a guard.
+func TestGuardRule(t *testing.T) {
+	for rule, want := range map[string]bool{
+		`SecRule ARGUMENTS_LIMIT_REACHED "@eq 1" "id:1,phase:1,t:none,log,deny,status:400,msg:'x'"`: true,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,t:none,log,drop"`:                            true,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,pass,log"`:                                   false, // aside, not a guard
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,t:lowercase,deny"`:                           false,
+		`SecRule URI_PARSE_ERROR "!@eq 0" "id:1,phase:1,deny"`:                                      false,
+		`SecRule REQUEST_HEADERS "@rx x" "id:1,phase:1,deny"`:                                       false,
+		`SecRule TX:x "@eq 1" "id:1,phase:1,deny"`:                                                  false,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,deny,setvar:tx.a=1"`:                         false,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,deny,ctl:ruleEngine=Off"`:                    false,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,deny,logdata:'%{tx.a}'"`:                     false,
+		`SecRule URI_PARSE_ERROR "@eq 1" "id:1,phase:1,deny,chain"`:                                 false,
+	} {
+		r := observed{id: 1, raw: rule, parsed: parseRule(rule)}
+		if got := guardRule(r, directiveFacts{}); got != want {
+			t.Errorf("%s: guard %v, want %v", rule, got, want)
+		}
+	}
+}

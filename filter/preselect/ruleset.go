@@ -541,6 +541,9 @@ type directiveFacts struct {
 	// phase, logging and disruptive ones (a ctl, say), which every rule
 	// that inherits it runs when it matches.
 	defaultsOther bool
+	// engineNotOn: the last SecRuleEngine directive says DetectionOnly
+	// or Off, so no rule interrupts a transaction (prelude guards).
+	engineNotOn bool
 	// bodyCtl: the phases in which some rule may change
 	// REQBODY_PROCESSOR (skips.go).
 	bodyCtl map[types.RulePhase]bool
@@ -702,6 +705,8 @@ func (s *RuleSet) fact(name, l string) {
 	case "secruleremovebytag":
 		// args may be in the line buffer of a continued directive.
 		f.removedTags = append(f.removedTags, strings.Clone(strings.Trim(args, `"'`)))
+	case "secruleengine":
+		f.engineNotOn = !strings.EqualFold(strings.Trim(args, `"'`), "on")
 	}
 }
 
@@ -709,7 +714,7 @@ func (s *RuleSet) fact(name, l string) {
 // fact reads it, "" for any other.
 func factDirective(dir string) string {
 	for _, d := range []string{"secdefaultaction", "secruleupdateactionbyid", "secruleupdatetargetbyid",
-		"secruleupdatetargetbytag", "secruleupdatetargetbymsg", "secruleremovebyid", "secruleremovebytag"} {
+		"secruleupdatetargetbytag", "secruleupdatetargetbymsg", "secruleremovebyid", "secruleremovebytag", "secruleengine"} {
 		if strings.EqualFold(dir, d) {
 			return d
 		}

@@ -300,6 +300,9 @@ func (t *trigger) Evaluate(tx plugintypes.TransactionState, value string) bool {
 
 func (t *trigger) evaluate(ix *Index, tx plugintypes.TransactionState, value string) bool {
 	if ix != nil {
+		if ix.guards != nil {
+			ix.startGuarded(tx)
+		}
 		ix.screenFrom(tx, t.seg, t.pos)
 	}
 	if t.jump != nil {
