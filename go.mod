@@ -3,7 +3,6 @@ module github.com/wafguard/wafguard
 go 1.26.0
 
 require (
-	github.com/corazawaf/coraza-coreruleset/v4 v4.25.0
 	github.com/corazawaf/coraza/v3 v3.8.1
 	github.com/corazawaf/libinjection-go v0.3.3
 	github.com/coreruleset/ftw-tests-schema/v2 v2.2.0

@@ -11,21 +11,22 @@ import (
 	"strings"
 	"time"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	corazahttp "github.com/corazawaf/coraza/v3/http"
 	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // CRSDirectives are the directives every WAF of the bench runs, in the file
-// names of the coraza-coreruleset module: Coraza's recommended base config,
-// blocking mode, no audit log (the wasm build has no file system to write one
-// to), then the CRS setup and rules.
+// names of package rules: Coraza's recommended base config, blocking mode,
+// no audit log (the wasm build has no file system to write one to), then
+// the CRS setup and rules.
 var CRSDirectives = []string{
 	"Include @coraza.conf-recommended",
 	"SecRuleEngine On",
 	"SecAuditEngine Off",
-	"Include @crs-setup.conf.example",
+	"Include @crs-setup-conf",
 	"Include @owasp_crs/*.conf",
 }
 
@@ -43,7 +44,7 @@ var PluginDirectives = []string{
 // rule that logs.
 func NewCRSWAF(onMatch func(types.MatchedRule)) (coraza.WAF, error) {
 	cfg := coraza.NewWAFConfig().
-		WithRootFS(coreruleset.FS).
+		WithRootFS(rules.FS).
 		WithDirectives(strings.Join(CRSDirectives, "\n"))
 	if onMatch != nil {
 		cfg = cfg.WithErrorCallback(onMatch)

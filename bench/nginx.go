@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"strings"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // Paths of Debian's nginx and ModSecurity v3 connector packages.
@@ -64,27 +64,38 @@ func tail(b []byte, n int) string {
 }
 
 // chainedWithoutActions matches a chained SecRule on one line with a
-// variable and an operator only, as the coraza-coreruleset files write
-// rules 949111 and 959111. ModSecurity v3.0.9's parser then reads the next
+// variable and an operator only, as the CRS writes rules 949111 and
+// 959111. ModSecurity v3.0.9's parser then reads the next
 // line as the action list and fails ("Expecting an action").
 var chainedWithoutActions = regexp.MustCompile(`(?m)^(\s*SecRule\s+\S+\s+"[^"]*")[ \t]*$`)
 
-// WriteCRS writes the CRS of the coraza-coreruleset module for ModSecurity
-// into dir: crs-setup.conf and rules/ with every *.conf and *.data file. It
-// returns how many rule files it rewrote for ModSecurity's parser.
+// WriteCRS writes the CRS release the plugin embeds (package rules) for
+// ModSecurity into dir: crs-setup.conf (the plugin's setup: the release's
+// template and XML attribute inspection on) and rules/ with every *.conf and
+// *.data file. It returns how many rule files it rewrote for ModSecurity's
+// parser.
 func WriteCRS(dir string) (int, error) {
-	rules := filepath.Join(dir, "rules")
-	if err := os.MkdirAll(rules, 0o755); err != nil {
+	ruleDir := filepath.Join(dir, "rules")
+	if err := os.MkdirAll(ruleDir, 0o755); err != nil {
 		return 0, err
 	}
-	setup, err := fs.ReadFile(coreruleset.FS, "@crs-setup.conf.example")
+	example, err := fs.ReadFile(rules.FS, rules.CRSSetupExample)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "crs-setup.conf"), setup, 0o644); err != nil {
+	own, err := fs.ReadFile(rules.FS, rules.CRSSetup)
+	if err != nil {
 		return 0, err
 	}
-	entries, err := fs.ReadDir(coreruleset.FS, "@owasp_crs")
+	include := "Include " + rules.CRSSetupExample + "\n"
+	if !strings.Contains(string(own), "\n"+include) {
+		return 0, fmt.Errorf("CRS: %s does not include %s", rules.CRSSetup, rules.CRSSetupExample)
+	}
+	setup := strings.Replace(string(own), include, string(example)+"\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "crs-setup.conf"), []byte(setup), 0o644); err != nil {
+		return 0, err
+	}
+	entries, err := fs.ReadDir(rules.FS, rules.CRSDir)
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +105,7 @@ func WriteCRS(dir string) (int, error) {
 		if e.IsDir() || !(strings.HasSuffix(name, ".conf") || strings.HasSuffix(name, ".data")) {
 			continue
 		}
-		b, err := fs.ReadFile(coreruleset.FS, path.Join("@owasp_crs", name))
+		b, err := fs.ReadFile(rules.FS, path.Join(rules.CRSDir, name))
 		if err != nil {
 			return 0, err
 		}
@@ -105,13 +116,13 @@ func WriteCRS(dir string) (int, error) {
 			}
 			b = fixed
 		}
-		if err := os.WriteFile(filepath.Join(rules, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(ruleDir, name), b, 0o644); err != nil {
 			return 0, err
 		}
 		files++
 	}
 	if files < 20 {
-		return 0, fmt.Errorf("CRS: wrote %d rule files from coraza-coreruleset, want at least 20", files)
+		return 0, fmt.Errorf("CRS: wrote %d rule files of CRS %s, want at least 20", files, rules.CRSVersion)
 	}
 	return rewritten, nil
 }

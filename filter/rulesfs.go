@@ -3,7 +3,7 @@ package filter
 import (
 	"io/fs"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // demoConf is the file behind "Include @demo-conf": the engine in blocking
@@ -20,51 +20,35 @@ SecResponseBodyLimit 524288
 SecResponseBodyLimitAction ProcessPartial
 `
 
-// fileAliases maps the names coraza-proxy-wasm configurations use to the
-// files the coraza-coreruleset module ships.
-var fileAliases = map[string]string{
-	"@recommended-conf": "@coraza.conf-recommended",
-	"@crs-setup-conf":   "@crs-setup.conf.example",
-}
+// demoName is demoConf's name.
+const demoName = "@demo-conf"
 
-// rulesFS is the root file system of every WAF: the coraza-coreruleset files
-// (@coraza.conf-recommended, @crs-setup.conf.example, @owasp_crs/...), their
-// aliases, and @demo-conf. Nothing is read from the host's disk, so Include
-// and @pmFromFile only see these embedded files.
+// rulesFS is the root file system of every WAF: the files of package
+// rules (the embedded CRS release as @owasp_crs/..., @crs-setup-conf,
+// @crs-setup.conf.example, @recommended-conf, @coraza.conf-recommended)
+// and @demo-conf. Nothing is read from the host's disk, so Include and
+// @pmFromFile only see these embedded files.
 type rulesFS struct{}
-
-var crsFS = coreruleset.FS.(interface {
-	fs.ReadFileFS
-	fs.ReadDirFS
-	fs.GlobFS
-})
-
-func resolveAlias(name string) string {
-	if target, ok := fileAliases[name]; ok {
-		return target
-	}
-	return name
-}
 
 // Open implements fs.FS.
 func (rulesFS) Open(name string) (fs.File, error) {
-	return crsFS.Open(resolveAlias(name))
+	return rules.FS.Open(name)
 }
 
 // ReadFile implements fs.ReadFileFS; Coraza reads every file through it.
 func (rulesFS) ReadFile(name string) ([]byte, error) {
-	if name == "@demo-conf" {
+	if name == demoName {
 		return []byte(demoConf), nil
 	}
-	return crsFS.ReadFile(resolveAlias(name))
+	return rules.FS.ReadFile(name)
 }
 
 // ReadDir implements fs.ReadDirFS.
 func (rulesFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	return crsFS.ReadDir(name)
+	return rules.FS.ReadDir(name)
 }
 
 // Glob implements fs.GlobFS, for "Include @owasp_crs/*.conf".
 func (rulesFS) Glob(pattern string) ([]string, error) {
-	return crsFS.Glob(pattern)
+	return rules.FS.Glob(pattern)
 }

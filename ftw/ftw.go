@@ -1,9 +1,11 @@
 // Package ftw runs the OWASP CRS regression suite against a running proxy
 // with the go-ftw runner, in log mode.
 //
-// The tests are the ones shipped with the pinned coraza-coreruleset module
-// (CRSVersion), read from its embedded file system, so the rules the filter
-// compiles and the tests that check them always come from the same version.
+// The tests are the regression tests of the CRS release the plugin embeds
+// (CRSVersion), carried with its rules in filter/rules, so the rules the
+// filter compiles and the tests that check them come from the same
+// release: a build of these tools with CRS=<version> (build tag
+// crs<version>) runs that release's tests.
 //
 // Log mode works with markers: before and after each test stage go-ftw sends a
 // request carrying the header X-CRS-Test: <uuid>. The proxy configuration
@@ -34,18 +36,18 @@ import (
 	"strings"
 	"time"
 
-	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
 	schema "github.com/coreruleset/ftw-tests-schema/v2/types"
 	"github.com/coreruleset/go-ftw/config"
 	"github.com/coreruleset/go-ftw/output"
 	"github.com/coreruleset/go-ftw/runner"
 	"github.com/coreruleset/go-ftw/test"
 	"github.com/rs/zerolog"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
-// CRSVersion is the version of the CRS rules and tests, the version of the
-// github.com/corazawaf/coraza-coreruleset/v4 module in go.mod.
-const CRSVersion = "4.25.0"
+// CRSVersion is the version of the CRS rules and tests.
+const CRSVersion = rules.CRSVersion
 
 // MarkerHeader is the request header go-ftw puts its log markers in. The
 // marker rule in ftw-config.json logs it.
@@ -127,14 +129,15 @@ type Options struct {
 // path.
 func LoadTests() ([]*test.FTWTest, error) {
 	var tests []*test.FTWTest
-	err := fs.WalkDir(crstests.FS, ".", func(p string, d fs.DirEntry, err error) error {
+	crstests := rules.RegressionTests()
+	err := fs.WalkDir(crstests, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() || path.Ext(p) != ".yaml" {
 			return nil
 		}
-		data, err := fs.ReadFile(crstests.FS, p)
+		data, err := fs.ReadFile(crstests, p)
 		if err != nil {
 			return err
 		}
@@ -152,7 +155,7 @@ func LoadTests() ([]*test.FTWTest, error) {
 		return nil, err
 	}
 	if len(tests) == 0 {
-		return nil, errors.New("crs tests: no test files found in the coraza-coreruleset module")
+		return nil, errors.New("crs tests: no test files found in CRS " + CRSVersion)
 	}
 	sort.Slice(tests, func(i, j int) bool { return tests[i].FileName < tests[j].FileName })
 	return tests, nil

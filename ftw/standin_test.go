@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,10 +15,11 @@ import (
 	"sync"
 	"testing"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	txhttp "github.com/corazawaf/coraza/v3/http"
 	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // The stand-in is the reference target: the same directives as the plugin
@@ -52,31 +52,6 @@ func loadDirectives(t testing.TB, path string) string {
 	return strings.Join(d, "\n")
 }
 
-// crsFS serves the CRS files under the names the plugin configuration uses
-// for the two configuration templates.
-type crsFS struct{}
-
-var crsAliases = map[string]string{
-	"@recommended-conf": "@coraza.conf-recommended",
-	"@crs-setup-conf":   "@crs-setup.conf.example",
-}
-
-func (crsFS) Open(name string) (fs.File, error) {
-	if a, ok := crsAliases[name]; ok {
-		name = a
-	}
-	return coreruleset.FS.Open(name)
-}
-
-func (crsFS) ReadFile(name string) ([]byte, error) {
-	if a, ok := crsAliases[name]; ok {
-		name = a
-	}
-	return fs.ReadFile(coreruleset.FS, name)
-}
-
-func (crsFS) Glob(pattern string) ([]string, error) { return fs.Glob(coreruleset.FS, pattern) }
-
 // startStandIn serves the directives of configPath with native Coraza and
 // returns the target. Matched rules are written to the log file in Coraza's
 // error-log shape, one line each, as the filter does.
@@ -91,7 +66,7 @@ func startStandIn(t testing.TB, configPath string) Target {
 	var mu sync.Mutex
 	w := bufio.NewWriter(f)
 	waf, err := coraza.NewWAF(coraza.NewWAFConfig().
-		WithRootFS(crsFS{}).
+		WithRootFS(rules.FS).
 		WithDirectives(loadDirectives(t, configPath)).
 		WithErrorCallback(func(r types.MatchedRule) {
 			mu.Lock()

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/experimental"
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 
 	"github.com/wafguard/wafguard/internal/crscorpus"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // The equality tests compile each rule twice into one WAF: once with
@@ -308,11 +309,11 @@ func crsArgs(t testing.TB) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	seen := map[opCase]bool{}
-	err := fs.WalkDir(coreruleset.FS, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(rules.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".conf") {
 			return err
 		}
-		b, err := fs.ReadFile(coreruleset.FS, path)
+		b, err := fs.ReadFile(rules.FS, path)
 		if err != nil {
 			return err
 		}
@@ -355,12 +356,12 @@ func testRoot(t testing.TB) fstest.MapFS {
 		"dup.data":      {Data: []byte("foo\nFOO\nfoo\n")},
 		"dir/sub.data":  {Data: []byte("inside\n")},
 	}
-	files, err := fs.Glob(coreruleset.FS, "@owasp_crs/*.data")
+	files, err := fs.Glob(rules.FS, "@owasp_crs/*.data")
 	if err != nil || len(files) < 10 {
 		t.Fatalf("CRS data files: %v, %v", files, err)
 	}
 	for _, f := range files {
-		b, err := fs.ReadFile(coreruleset.FS, f)
+		b, err := fs.ReadFile(rules.FS, f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,19 +9,20 @@ import (
 	"strings"
 	"testing"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // crsPatterns returns the argument of every @rx in the CRS rule files.
 func crsPatterns(t testing.TB) []string {
 	t.Helper()
 	var out []string
-	err := fs.WalkDir(coreruleset.FS, ".", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(rules.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".conf") {
 			return err
 		}
-		b, err := fs.ReadFile(coreruleset.FS, path)
+		b, err := fs.ReadFile(rules.FS, path)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/experimental"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/wafguard/wafguard/filter/fastpath"
 	"github.com/wafguard/wafguard/filter/transform"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 func init() {
@@ -25,12 +26,12 @@ func init() {
 }
 
 // compile builds a WAF with the preselection hooks and returns it with its
-// index. Included files are read from the coraza-coreruleset module.
+// index. Included files are read from package rules.
 func compile(t testing.TB, directives string) (coraza.WAF, *Index) {
 	t.Helper()
-	b := NewBuilder(ReadRuleSet(directives, coreruleset.FS))
+	b := NewBuilder(ReadRuleSet(directives, rules.FS))
 	text := directives
-	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(coreruleset.FS), b.Observe)
+	cfg := experimental.WAFConfigWithRuleObserver(coraza.NewWAFConfig().WithRootFS(rules.FS), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(text))
 	b.End()

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/experimental"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // jumpFS is recordFS with the planned jumps in its files.
@@ -352,17 +353,19 @@ func TestCheckJumps(t *testing.T) {
 //
 // The marker jumps (SecAction, IDs in planning order, phase by phase)
 // pass over runs of at least three markers and no rule of their phase
-// that the prelude leaves: from the first comment lines of
-// @coraza.conf-recommended, the request files' markers in phases 3 and 4
-// and those up to 959 in phase 5; from its last comment line (past its
-// own phase 2 rules) those of 901 to 913 in phase 2; 942 to 944 in phase
-// 1 (past 941010); everything after 949 in phases 1 and 2 from 999; the
-// response files' markers in phases 3 (951 to 956, and 980) and 4 (980).
-// The screened jumps (@preselectjump, screenedjumps.go) then take the
-// free lines left in front of the attack files of phases 1 and 2.
+// that the prelude leaves, each from the last free (comment) line before
+// the run: from the first comment lines of @coraza.conf-recommended, the
+// request files' markers in phases 3 and 4 and those up to 959 in phase
+// 5; from the end of 901 those of 901 to 913 in phase 2; from the end of
+// 932 those of 933 and 934 in phase 1, and from 941's comments (past
+// 941010) 941 to 944; from the end of 949 everything after it in phases
+// 1 and 2; the response files' markers from 950 to 956 in phase 3, and
+// from the end of 959 those to 980 in phases 3 and 4. The screened jumps
+// (@preselectjump, screenedjumps.go) then take the free lines left in
+// front of the attack files of phases 1 and 2.
 func TestJumps_crs(t *testing.T) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-	p := planJumps(directives, coreruleset.FS)
+	p := planJumps(directives, rules.FS)
 	if p == nil {
 		t.Fatal("no jumps planned for the CRS")
 	}
@@ -383,19 +386,20 @@ func TestJumps_crs(t *testing.T) {
 	)
 	want := map[string]map[int]string{
 		"@coraza.conf-recommended": {
-			0: marker(4, 3, end949), 1: marker(7, 4, end949), 2: marker(9, 5, end959), 78: marker(2, 2, end913),
+			0: marker(5, 3, end949), 1: marker(8, 4, end949), 2: marker(10, 5, end959),
 		},
-		"@owasp_crs/REQUEST-921-PROTOCOL-ATTACK.conf":            {0: screened(10, 1, end934)},
-		"@owasp_crs/REQUEST-922-MULTIPART-ATTACK.conf":           {0: screened(11, 1, end934)},
-		"@owasp_crs/REQUEST-931-APPLICATION-ATTACK-RFI.conf":     {0: screened(12, 1, end934), 1: screened(14, 2, end944)},
-		"@owasp_crs/REQUEST-932-APPLICATION-ATTACK-RCE.conf":     {0: screened(13, 1, end934), 1: screened(15, 2, end944)},
-		"@owasp_crs/REQUEST-933-APPLICATION-ATTACK-PHP.conf":     {0: screened(16, 2, end944)},
-		"@owasp_crs/REQUEST-934-APPLICATION-ATTACK-GENERIC.conf": {0: screened(17, 2, end944)},
-		"@owasp_crs/REQUEST-941-APPLICATION-ATTACK-XSS.conf":     {0: screened(18, 2, end944)},
-		"@owasp_crs/REQUEST-942-APPLICATION-ATTACK-SQLI.conf":    {0: marker(0, 1, end944), 1: screened(19, 2, end944)},
-		"@owasp_crs/REQUEST-999-COMMON-EXCEPTIONS-AFTER.conf":    {0: marker(1, 1, end980), 1: marker(3, 2, end980)},
-		"@owasp_crs/RESPONSE-951-DATA-LEAKAGES-SQL.conf":         {0: marker(5, 3, end956)},
-		"@owasp_crs/RESPONSE-980-CORRELATION.conf":               {0: marker(6, 3, end980), 1: marker(8, 4, end980)},
+		"@owasp_crs/REQUEST-901-INITIALIZATION.conf":             {342: marker(3, 2, end913)},
+		"@owasp_crs/REQUEST-921-PROTOCOL-ATTACK.conf":            {0: screened(11, 1, end934)},
+		"@owasp_crs/REQUEST-922-MULTIPART-ATTACK.conf":           {0: screened(12, 1, end934)},
+		"@owasp_crs/REQUEST-931-APPLICATION-ATTACK-RFI.conf":     {0: screened(13, 1, end934), 1: screened(15, 2, end944)},
+		"@owasp_crs/REQUEST-932-APPLICATION-ATTACK-RCE.conf":     {0: screened(14, 1, end934), 1: screened(16, 2, end944), 756: marker(0, 1, end934)},
+		"@owasp_crs/REQUEST-933-APPLICATION-ATTACK-PHP.conf":     {0: screened(17, 2, end944)},
+		"@owasp_crs/REQUEST-934-APPLICATION-ATTACK-GENERIC.conf": {0: screened(18, 2, end944)},
+		"@owasp_crs/REQUEST-941-APPLICATION-ATTACK-XSS.conf":     {0: screened(19, 2, end944), 66: marker(1, 1, end944)},
+		"@owasp_crs/REQUEST-942-APPLICATION-ATTACK-SQLI.conf":    {0: screened(20, 2, end944)},
+		"@owasp_crs/REQUEST-949-BLOCKING-EVALUATION.conf":        {222: marker(2, 1, end980), 233: marker(4, 2, end980)},
+		"@owasp_crs/RESPONSE-950-DATA-LEAKAGES.conf":             {33: marker(6, 3, end956)},
+		"@owasp_crs/RESPONSE-959-BLOCKING-EVALUATION.conf":       {232: marker(7, 3, end980), 243: marker(9, 4, end980)},
 	}
 	if !maps.EqualFunc(p.lines, want, maps.Equal) {
 		var got []string
@@ -408,17 +412,17 @@ func TestJumps_crs(t *testing.T) {
 		t.Errorf("jumps:\n%s\nwant %v", strings.Join(got, "\n"), want)
 	}
 	var ids, screenedIDs []int
-	for n := range 20 {
+	for n := range 21 {
 		ids = append(ids, jumpBase+n)
-		if n >= 10 {
+		if n >= 11 {
 			screenedIDs = append(screenedIDs, jumpBase+n)
 		}
 	}
 	if !slices.Equal(p.IDs(), ids) || !slices.Equal(p.ScreenedIDs(), screenedIDs) {
 		t.Errorf("IDs %v, screened %v; want %v, the last ten screened", p.IDs(), p.ScreenedIDs(), ids)
 	}
-	_, ix := compileJumps(t, coreruleset.FS, directives, true)
-	_, plain := compileJumps(t, coreruleset.FS, directives, false)
+	_, ix := compileJumps(t, rules.FS, directives, true)
+	_, plain := compileJumps(t, rules.FS, directives, false)
 	all, off := ix.Jumps()
 	if !slices.Equal(slices.Sorted(slices.Values(all)), ids) || len(off) != 0 {
 		t.Errorf("compiled jumps %v, refused %v; want the %d planned, none refused", all, off, len(ids))
@@ -434,7 +438,7 @@ func BenchmarkPlanJumps_crs(b *testing.B) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
 	b.ReportAllocs()
 	for b.Loop() {
-		if planJumps(directives, coreruleset.FS) == nil {
+		if planJumps(directives, rules.FS) == nil {
 			b.Fatal("no jumps")
 		}
 	}

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/debuglog"
 	"github.com/corazawaf/coraza/v3/experimental"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // TestNotAmong: the expression matches a string if and only if it is none
@@ -212,8 +213,8 @@ func compileLogged(t *testing.T, directives string, preselect bool, log *bytes.B
 		}
 		return waf
 	}
-	b := NewBuilder(ReadRuleSet(directives, coreruleset.FS))
-	cfg = experimental.WAFConfigWithRuleObserver(cfg.WithRootFS(coreruleset.FS), b.Observe)
+	b := NewBuilder(ReadRuleSet(directives, rules.FS))
+	cfg = experimental.WAFConfigWithRuleObserver(cfg.WithRootFS(rules.FS), b.Observe)
 	b.Begin()
 	waf, err := coraza.NewWAF(cfg.WithDirectives(directives))
 	b.End()

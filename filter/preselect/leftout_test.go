@@ -7,8 +7,9 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3/experimental"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // gatedFile is a file shaped like one of the CRS's: a rule of paranoia
@@ -200,7 +201,7 @@ func TestLeftOut_crs(t *testing.T) {
 			directives := "Include @coraza.conf-recommended\nSecRuleEngine On\n" +
 				`SecAction "id:900000,phase:1,pass,nolog,setvar:tx.blocking_paranoia_level=` + level + `"` +
 				"\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-			p := planLeavingOut(directives, coreruleset.FS)
+			p := planLeavingOut(directives, rules.FS)
 			out := p.LeftOut()
 			if level == "4" {
 				if len(out) != 0 {
@@ -208,8 +209,8 @@ func TestLeftOut_crs(t *testing.T) {
 				}
 				return
 			}
-			with, ix := compilePlanned(t, coreruleset.FS, directives, p)
-			_, plain := compilePlanned(t, coreruleset.FS, directives, planJumps(directives, coreruleset.FS))
+			with, ix := compilePlanned(t, rules.FS, directives, p)
+			_, plain := compilePlanned(t, rules.FS, directives, planJumps(directives, rules.FS))
 			if !ix.AlwaysJumps(p.Gates()) {
 				t.Fatalf("the gates %v do not all jump", p.Gates())
 			}

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	"github.com/corazawaf/coraza/v3"
+
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // screenedFiles is a rule set shaped like the CRS's attack files: a
@@ -155,7 +156,7 @@ func jumpTaken(waf coraza.WAF, ix *Index, uri string, id int) bool {
 // REQUEST-931 to REQUEST-944's end; every one of them holds.
 func TestScreenedJumps_crs(t *testing.T) {
 	directives := "Include @coraza.conf-recommended\nSecRuleEngine On\nInclude @crs-setup.conf.example\nInclude @owasp_crs/*.conf"
-	p := planJumps(directives, coreruleset.FS)
+	p := planJumps(directives, rules.FS)
 	want := map[string]string{
 		"@owasp_crs/REQUEST-921-PROTOCOL-ATTACK.conf":        "phase:1,pass,nolog,noauditlog,skipAfter:END-REQUEST-934-APPLICATION-ATTACK-GENERIC",
 		"@owasp_crs/REQUEST-931-APPLICATION-ATTACK-RFI.conf": "phase:2,pass,nolog,noauditlog,skipAfter:END-REQUEST-944-APPLICATION-ATTACK-JAVA",
@@ -169,7 +170,7 @@ func TestScreenedJumps_crs(t *testing.T) {
 			t.Errorf("%s: no screened jump %s in %v", file, tail, p.lines[file])
 		}
 	}
-	_, ix := compileJumps(t, coreruleset.FS, directives, true)
+	_, ix := compileJumps(t, rules.FS, directives, true)
 	if len(ix.screened) != len(p.ScreenedIDs()) {
 		t.Errorf("%d screened jumps compiled, %d planned", len(ix.screened), len(p.ScreenedIDs()))
 	}

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 // extra are edge cases the regression tests lack: case-folding runes,
@@ -36,11 +36,12 @@ func Strings() ([]string, error) {
 			out = append(out, s)
 		}
 	}
-	err := fs.WalkDir(crstests.FS, ".", func(path string, d fs.DirEntry, err error) error {
+	crstests := rules.RegressionTests()
+	err := fs.WalkDir(crstests, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
-		b, err := fs.ReadFile(crstests.FS, path)
+		b, err := fs.ReadFile(crstests, path)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wafguard/wafguard/bench"
+	"github.com/wafguard/wafguard/filter/rules"
 )
 
 func main() {
@@ -222,7 +223,7 @@ func runBench(ctx context.Context, o options, selected []string) (*bench.Report,
 		Notes: []string{
 			"The machine is shared with other builds and tests while the bench runs: treat the numbers as noisy; compare servers within one run, not across runs.",
 			"One load-generator core: for the servers without a WAF (nginx, wasm-pass) the load generator, not the server, may be the limit.",
-			"CRS for ModSecurity is written from the coraza-coreruleset module; chained rules 949111 and 959111 get an explicit \"t:none\" action list because ModSecurity 3.0.9 does not parse a chained SecRule without one.",
+			"CRS for ModSecurity is written from the release the plugin embeds (filter/rules); chained rules 949111 and 959111 get an explicit \"t:none\" action list because ModSecurity 3.0.9 does not parse a chained SecRule without one.",
 		},
 	}
 	defer func() {
@@ -606,11 +607,12 @@ func versions() []string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range bi.Deps {
 			switch m.Path {
-			case "github.com/corazawaf/coraza/v3", "github.com/corazawaf/coraza-coreruleset/v4", "github.com/tsenart/vegeta/v12":
+			case "github.com/corazawaf/coraza/v3", "github.com/tsenart/vegeta/v12":
 				v = append(v, m.Path+" "+m.Version)
 			}
 		}
 	}
+	v = append(v, "OWASP CRS "+rules.CRSVersion+" ("+rules.CRSCommit+")")
 	if out, err := exec.Command("nginx", "-v").CombinedOutput(); err == nil {
 		v = append(v, strings.TrimSpace(strings.TrimPrefix(string(out), "nginx version: ")))
 	}
