@@ -15,23 +15,6 @@ import (
 	"github.com/wafguard/wafguard/internal/crsimport"
 )
 
-// TestReleases_manifest checks every carried release against its
-// manifest: no file missing, none added, none changed.
-func TestReleases_manifest(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(crsimport.ReleasesDir, "v*"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dirs) == 0 {
-		t.Fatalf("no release under %s/", crsimport.ReleasesDir)
-	}
-	for _, dir := range dirs {
-		if _, err := crsimport.Verify(dir); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // TestReleases_generated checks that the generated Go files are what
 // crsImport writes for the releases carried, and that Releases lists
 // them all.
