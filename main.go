@@ -76,6 +76,15 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	return types.OnPluginStartStatusOK
 }
 
+// OnPluginDone implements types.PluginContext: Envoy replaced or removed
+// this plugin's configuration.
+func (p *pluginContext) OnPluginDone() bool {
+	if p.waf != nil {
+		p.waf.Done()
+	}
+	return true
+}
+
 // filterTickMS is the tick period the filter asks for when the admission
 // guard sets none.
 const filterTickMS = 1000

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,11 @@ import (
 // configurations written for it load unchanged. The json tags are the key
 // names.
 type Config struct {
+	// Digest names the configuration a plugin runs: the first 12 hex
+	// digits of the sha256 of its JSON text, which pluginconfig.Parse
+	// sets (ConfigDigest). It is not read from the JSON. The start log
+	// line and the waf_filter.config_info gauge carry it.
+	Digest string `json:"-"`
 	// DirectivesMap names rule sets; each is a list of SecLang lines.
 	DirectivesMap map[string][]string `json:"directives_map"`
 	// DefaultDirectives names the rule set for authorities that
@@ -131,7 +138,7 @@ func (c *Config) validate() error {
 	for _, key := range sortedKeys(c.MetricLabels) {
 		value := c.MetricLabels[key]
 		if !validLabelKey(key) {
-			return fmt.Errorf("metric_labels: key %q: want 1 to 32 lower-case letters and digits, starting with a letter, other than \"ruleid\", \"phase\" and \"crs\"", key)
+			return fmt.Errorf("metric_labels: key %q: want 1 to 32 lower-case letters and digits, starting with a letter, other than \"ruleid\", \"phase\", \"crs\" and \"config\"", key)
 		}
 		if !validLabelValue(value) {
 			return fmt.Errorf("metric_labels[%q]: value %q: want 1 to 64 letters, digits, '.' or '-' (no '_', which separates labels)", key, value)
@@ -162,7 +169,7 @@ func (c *Config) ruleSetNames() string {
 }
 
 func validLabelKey(k string) bool {
-	if k == "" || len(k) > 32 || k == "ruleid" || k == "phase" || k == "crs" || !('a' <= k[0] && k[0] <= 'z') {
+	if k == "" || len(k) > 32 || k == "ruleid" || k == "phase" || k == "crs" || k == "config" || !('a' <= k[0] && k[0] <= 'z') {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
@@ -185,4 +192,10 @@ func validLabelValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// ConfigDigest is Config.Digest for a configuration's JSON text data.
+func ConfigDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
 }

@@ -115,10 +115,10 @@ func TestEncodeLabels(t *testing.T) {
 }
 
 func TestValidate_labelKey(t *testing.T) {
-	for _, key := range []string{"phase", "ruleid", "crs", "Owner", "team_name", "1x", ""} {
+	for _, key := range []string{"phase", "ruleid", "crs", "config", "Owner", "team_name", "1x", ""} {
 		data := `{"directives_map": {"a": []}, "default_directives": "a", "metric_labels": {"` + key + `": "x"}}`
 		_, err := parseConfig([]byte(data))
-		want := `metric_labels: key "` + key + `": want 1 to 32 lower-case letters and digits, starting with a letter, other than "ruleid", "phase" and "crs"`
+		want := `metric_labels: key "` + key + `": want 1 to 32 lower-case letters and digits, starting with a letter, other than "ruleid", "phase", "crs" and "config"`
 		if err == nil || err.Error() != want {
 			t.Errorf("key %q: got %v, want %s", key, err, want)
 		}

@@ -50,6 +50,10 @@ const (
 	// metricCRSInfo is a gauge set to 1 whose name says which CRS release
 	// the plugin embeds: waf_filter.crs_info<labels>_crs=<version>.
 	metricCRSInfo = "waf_filter.crs_info"
+	// metricConfigInfo is a gauge, 1 while the plugin with that
+	// configuration runs and 0 once it is gone:
+	// waf_filter.config_info<labels>_config=<digest>.
+	metricConfigInfo = "waf_filter.config_info"
 )
 
 type interruptionKey struct {
@@ -80,6 +84,9 @@ type metrics struct {
 	// holdTimeouts counts the streams answered 500 because their held
 	// headers got no body callback in time (hold.go).
 	holdTimeouts proxywasm.MetricCounter
+	// configInfo is the waf_filter.config_info gauge of the plugin's
+	// configuration (0 when it has no digest); recording sets it.
+	configInfo proxywasm.MetricHistogram
 	// earlyResponses counts the responses held until their request
 	// ended (early.go).
 	earlyResponses proxywasm.MetricCounter
@@ -112,13 +119,19 @@ func interruptionMetricName(labels string, ruleID int, p phase) string {
 
 // newMetrics defines the fixed metrics. It makes host calls, so it runs in
 // OnPluginStart, never in init().
-func newMetrics(labels map[string]string, ruleTopN int) *metrics {
+func newMetrics(labels map[string]string, ruleTopN int, digest string) *metrics {
 	l := encodeLabels(labels)
 	// Every VM defines the same gauge and sets it to 1. The SDK's gauge
 	// only adds; proxy_record_metric, which its histogram type calls,
 	// sets a gauge (Envoy's Context::recordMetric).
 	proxywasm.MetricHistogram(proxywasm.DefineGaugeMetric(crsInfoName(l))).Record(1)
+	var configInfo proxywasm.MetricHistogram
+	if digest != "" {
+		configInfo = proxywasm.MetricHistogram(proxywasm.DefineGaugeMetric(metricConfigInfo + l + "_config=" + digest))
+		configInfo.Record(1)
+	}
 	return &metrics{
+		configInfo:       configInfo,
 		total:            proxywasm.DefineCounterMetric(metricTotal + l),
 		active:           proxywasm.DefineGaugeMetric(metricActive + l),
 		labels:           l,

@@ -69,15 +69,28 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 	for authority, name := range cfg.PerAuthorityDirectives {
 		p.byHost[httpsyntax.AuthorityHost(authority)] = byName[name]
 	}
-	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN)
-	proxywasm.LogInfo(startLine(sortedKeys(sets)))
+	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN, cfg.Digest)
+	proxywasm.LogInfo(startLine(sortedKeys(sets), cfg.Digest))
 	return p, nil
 }
 
 // startLine is the info line a plugin writes when it has started: the
-// CRS release it embeds and its rule sets.
-func startLine(sets []string) string {
-	return "waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: " + strings.Join(sets, ", ")
+// CRS release it embeds, its rule sets and its configuration's digest.
+func startLine(sets []string, digest string) string {
+	line := "waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: " + strings.Join(sets, ", ")
+	if digest != "" {
+		line += "; configuration " + digest
+	}
+	return line
+}
+
+// Done records that the plugin's configuration no longer runs here
+// (Envoy replaced or removed it): its waf_filter.config_info gauge goes
+// to 0. The plugin context calls it from OnPluginDone.
+func (p *Plugin) Done() {
+	if c := p.metrics.configInfo; c != 0 {
+		c.Record(0)
+	}
 }
 
 // rulesFor returns the rule set for a request's :authority.

@@ -271,6 +271,7 @@ func parseConfig(data []byte) (*Config, error) {
 	if err := doc.Validate(); err != nil {
 		return nil, err
 	}
+	doc.Config.Digest = ConfigDigest(data)
 	return &doc.Config, nil
 }
 
@@ -304,6 +305,13 @@ func (p *testPluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 
 func (p *testPluginContext) NewHttpContext(contextID uint32) types.HttpContext {
 	return p.waf.NewHttpContext(contextID)
+}
+
+func (p *testPluginContext) OnPluginDone() bool {
+	if p.waf != nil {
+		p.waf.Done()
+	}
+	return true
 }
 
 // doEarly drives an exchange whose upstream answers after ex.respAfter

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/wafguard/wafguard/filter"
 	"github.com/wafguard/wafguard/filter/rules"
 )
 
@@ -54,6 +55,6 @@ func Main(name string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	for _, n := range Notes(data) {
 		fmt.Fprintf(stdout, "%s: note: %s\n", path, n)
 	}
-	fmt.Fprintf(stdout, "%s: ok (checked against OWASP CRS %s)\n", path, rules.CRSVersion)
+	fmt.Fprintf(stdout, "%s: ok (checked against OWASP CRS %s); configuration %s, as the plugin's start line and waf_filter.config_info name it\n", path, rules.CRSVersion, filter.ConfigDigest(data))
 	return 0
 }

@@ -55,5 +55,6 @@ func Parse(data []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	doc.Config.Digest = filter.ConfigDigest(data)
 	return &Config{Filter: &doc.Config, Admission: a, Memory: m}, nil
 }

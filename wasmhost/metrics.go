@@ -211,6 +211,8 @@ func DefaultStatsTags() []StatsTag {
 		{Name: "rule_id", Regex: regexp.MustCompile(`(_ruleid=([0-9]+|other))`)},
 		{Name: "phase", Regex: regexp.MustCompile(`(_phase=([a-z_]+))$`)},
 		{Name: "reason", Regex: regexp.MustCompile(`(_reason=([a-z_]+))$`)},
+		{Name: "crs_version", Regex: regexp.MustCompile(`(_crs=([^_]+))$`)},
+		{Name: "config", Regex: regexp.MustCompile(`(_config=([0-9a-f]+))$`)},
 	}
 }
 
