@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"github.com/magefile/mage/mg"
 
 	"github.com/wafguard/wafguard/envoy"
+	"github.com/wafguard/wafguard/filter/rules"
 	"github.com/wafguard/wafguard/internal/crsimport"
 	"github.com/wafguard/wafguard/internal/ociimage"
 	"github.com/wafguard/wafguard/wasmhost"
@@ -68,7 +70,52 @@ const (
 	// crsEnv names the CRS release a build embeds (CRS=4.28.0); unset,
 	// the default one (filter/rules/crs/DEFAULT).
 	crsEnv = "CRS"
+	// crsPluginsEnv names a folder of CRS plugin files a build embeds
+	// (CRS_PLUGINS=<dir>); Build copies them into pluginsDir and builds
+	// with the tag crsplugins (filter/rules/plugins.go).
+	crsPluginsEnv = "CRS_PLUGINS"
+	pluginsDir    = rulesDir + "/plugins"
+	// pluginsStamp lists the plugin files build/main.wasm embeds, with
+	// their sha256: a build whose list differs compiles again.
+	pluginsStamp = "build/crs-plugins.txt"
 )
+
+// stagePlugins copies the files of the folder CRS_PLUGINS names into
+// pluginsDir, once rules.CheckPlugins accepted them, or empties pluginsDir
+// when it names none. It returns the build tag that embeds them ("" for
+// none) and the stamp of what is staged.
+func stagePlugins() (tag, stamp string, err error) {
+	if err := os.RemoveAll(pluginsDir); err != nil {
+		return "", "", err
+	}
+	dir := os.Getenv(crsPluginsEnv)
+	if dir == "" {
+		return "", "none\n", nil
+	}
+	if err := rules.CheckPlugins(os.DirFS(dir)); err != nil {
+		return "", "", fmt.Errorf("%s=%s: %w", crsPluginsEnv, dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("%s=%s: %w", crsPluginsEnv, dir, err)
+	}
+	if err := os.MkdirAll(pluginsDir, 0o755); err != nil {
+		return "", "", err
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(pluginsDir, e.Name()), data, 0o644); err != nil {
+			return "", "", err
+		}
+		fmt.Fprintf(&b, "%x  %s\n", sha256.Sum256(data), e.Name())
+	}
+	fmt.Printf("build: CRS plugins from %s: %d files\n", dir, len(entries))
+	return "crsplugins", b.String(), nil
+}
 
 // crsRelease returns the CRS release the build embeds (CRS, or the
 // default), after checking its files against its manifest, and the build
@@ -103,15 +150,26 @@ func withCRS(tags string) (string, string, error) {
 }
 
 // Build compiles the plugin to build/main.wasm when it is missing, older than its sources or
-// holds another CRS release. CRS=<version> embeds that imported release instead of the default.
+// holds another CRS release or other CRS plugins. CRS=<version> embeds that imported release instead of the default;
+// CRS_PLUGINS=<dir> embeds the CRS plugin files of dir.
 func Build() error {
 	crs, tags, err := withCRS(buildTags)
 	if err != nil {
 		return err
 	}
+	pluginsTag, stamp, err := stagePlugins()
+	if err != nil {
+		return err
+	}
+	if pluginsTag != "" {
+		tags += "," + pluginsTag
+	}
 	stale, err := wasmStale(crs, tags)
 	if err != nil {
 		return err
+	}
+	if held, _ := os.ReadFile(pluginsStamp); string(held) != stamp {
+		stale = true
 	}
 	if !stale {
 		fmt.Printf("build: build/main.wasm (CRS %s) is up to date\n", crs)
@@ -127,6 +185,9 @@ func Build() error {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build: go build of %s failed: %w", wasmOut, err)
+	}
+	if err := os.WriteFile(pluginsStamp, []byte(stamp), 0o644); err != nil {
+		return err
 	}
 	st, err := os.Stat(wasmOut)
 	if err != nil {

@@ -157,15 +157,18 @@ func TestFilter_crsPublishedBypasses(t *testing.T) {
 // wazero (the case runners keep a VM per configuration and show only
 // what follows its start).
 func TestPlugin_crsRelease(t *testing.T) {
-	wantLine := "info: waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: rules"
+	wantLine := "info: waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: rules; configuration " + ConfigDigest([]byte(labelledConfig))
 	gauge := "waf_filter.crs_info_env=prod_owner=team-a_crs=" + rules.CRSVersion
+	configGauge := metricConfigInfo + "_env=prod_owner=team-a_config=" + ConfigDigest([]byte(labelledConfig))
 	check := func(t *testing.T, lines []string, metric func(string) (uint64, bool)) {
 		t.Helper()
 		if !slices.Contains(lines, wantLine) {
 			t.Errorf("no start line %q in the logs:\n%s", wantLine, strings.Join(lines, "\n"))
 		}
-		if v, ok := metric(gauge); !ok || v != 1 {
-			t.Errorf("%s: got %d (defined: %v), want 1", gauge, v, ok)
+		for _, g := range []string{gauge, configGauge} {
+			if v, ok := metric(g); !ok || v != 1 {
+				t.Errorf("%s: got %d (defined: %v), want 1", g, v, ok)
+			}
 		}
 	}
 	t.Run("go", func(t *testing.T) {

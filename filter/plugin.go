@@ -77,7 +77,11 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 // startLine is the info line a plugin writes when it has started: the
 // CRS release it embeds, its rule sets and its configuration's digest.
 func startLine(sets []string, digest string) string {
-	line := "waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded; rule sets: " + strings.Join(sets, ", ")
+	line := "waf: started with OWASP CRS " + rules.CRSVersion + " (commit " + rules.CRSCommit + ") embedded"
+	if p := rules.Plugins(); len(p) != 0 {
+		line += ", with the CRS plugin files " + strings.Join(p, ", ")
+	}
+	line += "; rule sets: " + strings.Join(sets, ", ")
 	if digest != "" {
 		line += "; configuration " + digest
 	}

@@ -78,13 +78,15 @@ var files = map[string]struct {
 // Coraza resolves an Include relative to the including file's folder, a
 // name is read from its first "@" on ("x/@owasp_crs/a.conf" is
 // "@owasp_crs/a.conf").
-var FS = rootFS{}
+var FS = rootFS{plugins: embeddedPlugins()}
 
-type rootFS struct{}
+// rootFS is FS; plugins is the folder of the CRS plugin files it serves
+// (plugins.go), nil for none.
+type rootFS struct{ plugins fs.FS }
 
 // resolve returns the embedded file system and path of name; dir is true
 // for a folder ("." or CRSDir).
-func resolve(name string) (fsys fs.FS, p string, dir bool, ok bool) {
+func (f rootFS) resolve(name string) (fsys fs.FS, p string, dir bool, ok bool) {
 	if i := strings.IndexByte(name, '@'); i > 0 {
 		name = name[i:]
 	}
@@ -96,6 +98,11 @@ func resolve(name string) (fsys fs.FS, p string, dir bool, ok bool) {
 		return nil, "", true, true
 	case name == CRSDir:
 		return crsFiles, crsDir + "/rules", true, true
+	case name == PluginsDir && f.plugins != nil:
+		return f.plugins, ".", true, true
+	}
+	if rest, found := pluginFile(name); found && f.plugins != nil {
+		return f.plugins, rest, false, true
 	}
 	if rest, found := strings.CutPrefix(name, CRSDir+"/"); found && fs.ValidPath(rest) && !strings.Contains(rest, "/") {
 		return crsFiles, crsDir + "/rules/" + rest, false, true
@@ -118,21 +125,21 @@ func notExist(op, name string) error {
 }
 
 // Open implements fs.FS.
-func (rootFS) Open(name string) (fs.File, error) {
-	fsys, p, _, ok := resolve(name)
+func (f rootFS) Open(name string) (fs.File, error) {
+	fsys, p, _, ok := f.resolve(name)
 	switch {
 	case !ok:
 		return nil, notExist("open", name)
 	case fsys == nil:
 		return &rootDir{}, nil
 	}
-	f, err := fsys.Open(p)
-	return f, named(err, name)
+	file, err := fsys.Open(p)
+	return file, named(err, name)
 }
 
 // ReadFile implements fs.ReadFileFS; Coraza reads every file through it.
-func (rootFS) ReadFile(name string) ([]byte, error) {
-	fsys, p, dir, ok := resolve(name)
+func (f rootFS) ReadFile(name string) ([]byte, error) {
+	fsys, p, dir, ok := f.resolve(name)
 	if !ok || dir {
 		return nil, notExist("read", name)
 	}
@@ -141,8 +148,8 @@ func (rootFS) ReadFile(name string) ([]byte, error) {
 }
 
 // ReadDir implements fs.ReadDirFS.
-func (rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
-	fsys, p, dir, ok := resolve(name)
+func (f rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	fsys, p, dir, ok := f.resolve(name)
 	switch {
 	case !ok || !dir:
 		return nil, notExist("readdir", name)
@@ -155,7 +162,7 @@ func (rootFS) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // Stat implements fs.StatFS.
 func (f rootFS) Stat(name string) (fs.FileInfo, error) {
-	fsys, p, _, ok := resolve(name)
+	fsys, p, _, ok := f.resolve(name)
 	switch {
 	case !ok:
 		return nil, notExist("stat", name)
@@ -169,7 +176,8 @@ func (f rootFS) Stat(name string) (fs.FileInfo, error) {
 	return renamed{FileInfo: st, name: path.Base(name)}, nil
 }
 
-// Glob implements fs.GlobFS, for "Include @owasp_crs/*.conf".
+// Glob implements fs.GlobFS, for "Include @owasp_crs/*.conf", which
+// also reads the embedded CRS plugins around the rules (plugins.go).
 func (f rootFS) Glob(pattern string) ([]string, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, err
@@ -192,6 +200,9 @@ func (f rootFS) Glob(pattern string) ([]string, error) {
 				out = append(out, dir+"/"+e.Name())
 			}
 		}
+	}
+	if pattern == CRSDir+"/*.conf" {
+		out = f.crsGlob(out)
 	}
 	return out, nil
 }
