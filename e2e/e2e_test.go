@@ -129,6 +129,53 @@ func TestWAF_requests(t *testing.T) {
 			wantStatus: http.StatusForbidden,
 			times:      12,
 		},
+		// Published CRS bypasses, fixed in CRS 4.25.1 (GHSA-6jp8-c2w2-x7wr
+		// with attribute inspection on, and 4RI-250413).
+		{
+			name: "sqli in an XML attribute value",
+			req: request{method: http.MethodPost, path: "/anything/xml", headers: map[string]string{"Content-Type": "application/xml"},
+				body: `<?xml version="1.0"?><root><a probe="1' UNION SELECT password FROM users--"></a></root>`},
+			wantStatus: http.StatusForbidden,
+		},
+		{
+			name: "shell command in an XML attribute value",
+			req: request{method: http.MethodPost, path: "/anything/xml", headers: map[string]string{"Content-Type": "application/xml"},
+				body: `<?xml version="1.0"?><root><a probe="c99 -wrapper sh,-c,curl google.com ."></a></root>`},
+			wantStatus: http.StatusForbidden,
+		},
+		{
+			name:       "JSON key with a command",
+			req:        request{method: http.MethodPost, path: "/anything/json", headers: map[string]string{"Content-Type": "application/json"}, body: `{ "aa-disable php-fpm":"foo" }`},
+			wantStatus: http.StatusForbidden,
+		},
+		{
+			name: "benign XML with attributes",
+			req: request{method: http.MethodPost, path: "/anything/xml", headers: map[string]string{"Content-Type": "application/xml"},
+				body: `<?xml version="1.0"?><order id="42" currency="EUR"><item sku="A-100" qty="2">Wool jacket</item></order>`},
+			wantStatus: http.StatusOK,
+		},
+		{
+			name:       "benign JSON",
+			req:        request{method: http.MethodPost, path: "/anything/json", headers: map[string]string{"Content-Type": "application/json"}, body: `{"item": "wool jacket", "size": "M", "qty": 2}`},
+			wantStatus: http.StatusOK,
+		},
+		// Arguments past SecArgumentsLimit (1000): 400, whatever follows.
+		{
+			name:       "form of 1000 fields",
+			req:        request{method: http.MethodPost, path: "/anything/form", headers: form, body: manyFields(1000, "")},
+			wantStatus: http.StatusOK,
+		},
+		{
+			name: "form of 1000 fields and an attack",
+			req: request{method: http.MethodPost, path: "/anything/form", headers: form,
+				body: manyFields(1000, "q="+url.QueryEscape("<script>alert(1)</script>"))},
+			wantStatus: http.StatusBadRequest,
+		},
+		{
+			name:       "query of 1000 arguments and an attack",
+			req:        request{path: "/anything?" + manyFields(1000, "q="+url.QueryEscape("<script>alert(1)</script>"))},
+			wantStatus: http.StatusBadRequest,
+		},
 		{
 			name:       "body over the limit",
 			req:        request{method: http.MethodPost, path: "/anything/upload", headers: form, body: "data=" + strings.Repeat("a", maxBodyBytes+4096)},
@@ -352,4 +399,20 @@ func describe(series map[string][]sample, prefix string) string {
 		return "no " + prefix + "* series"
 	}
 	return strings.Join(lines, "; ")
+}
+
+// manyFields is n benign form fields f0=v&f1=v..., then extra when it is
+// not empty.
+func manyFields(n int, extra string) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		fmt.Fprintf(&b, "f%d=v", i)
+	}
+	if extra != "" {
+		b.WriteString("&" + extra)
+	}
+	return b.String()
 }
