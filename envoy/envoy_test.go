@@ -11,6 +11,8 @@ import (
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/wafguard/wafguard/admission"
 	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/pluginconfig"
@@ -59,11 +61,21 @@ func TestBootstrap_files(t *testing.T) {
 
 // checkBootstrap is everything TestBootstrap_files checks for one file.
 func checkBootstrap(name string, data []byte) error {
+	return checkBootstrapWith(name, data, nil)
+}
+
+// checkBootstrapWith is checkBootstrap with the files of the bootstrap's
+// watched directories read through read (nil: os.ReadFile), so that tests
+// can feed broken copies of them.
+func checkBootstrapWith(name string, data []byte, read func(path string) ([]byte, error)) error {
 	b, doc, err := envoy.ParseBootstrap(name, data)
 	if err != nil {
 		return err
 	}
-	plugins, err := envoy.WasmPlugins(doc, b)
+	if read == nil {
+		read = os.ReadFile
+	}
+	plugins, err := bootstrapPlugins(name, doc, b, read)
 	if err != nil {
 		return err
 	}
@@ -76,22 +88,100 @@ func checkBootstrap(name string, data []byte) error {
 	}
 	vmID := plugins[0].Config.GetVmConfig().GetVmId()
 	for _, p := range plugins {
-		at := doc.At(p.Path)
 		if err := checkPluginConfig(p.Config); err != nil {
-			return fmt.Errorf("%s: %w", at, err)
+			return fmt.Errorf("%s: %w", p.at, err)
 		}
 		if got := p.Config.GetVmConfig().GetVmId(); got != vmID {
-			return fmt.Errorf("%s.vm_config.vm_id: got %q, want %q like the first wasm filter: filters that share one admission cap must share the vm_id", at, got, vmID)
+			return fmt.Errorf("%s.vm_config.vm_id: got %q, want %q like the first wasm filter: filters that share one admission cap must share the vm_id", p.at, got, vmID)
 		}
 		if err := pluginconfig.Check([]byte(p.Configuration)); err != nil {
-			return fmt.Errorf("%s.configuration: %w", at, err)
+			return fmt.Errorf("%s.configuration: %w", p.at, err)
 		}
 		cfg, _ := pluginconfig.Parse([]byte(p.Configuration))
 		if err := tags.CheckPluginMetrics(cfg.Filter.MetricLabels); err != nil {
 			return fmt.Errorf("%s: stats_config.stats_tags: %w", name, err)
 		}
 	}
-	return checkBufferLimits(doc, b)
+	return checkBufferLimits(name, doc, b, read)
+}
+
+// plugin is a wasm PluginConfig with where it is, for messages: in the
+// bootstrap, or in the file a config_discovery reads.
+type plugin struct {
+	envoy.WasmPlugin
+	at string
+}
+
+// bootstrapPlugins returns the wasm plugins below m (a bootstrap or one of
+// its listeners): those configured in the bootstrap, then those in the
+// files its config_discovery filters read, each file checked with
+// checkDiscovered.
+func bootstrapPlugins(name string, doc *envoy.Doc, m proto.Message, read func(string) ([]byte, error)) ([]plugin, error) {
+	inline, err := envoy.WasmPlugins(doc, m)
+	if err != nil {
+		return nil, err
+	}
+	var out []plugin
+	for _, p := range inline {
+		out = append(out, plugin{p, doc.At(p.Path)})
+	}
+	discovered, err := envoy.DiscoveredFilters(doc, m)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range discovered {
+		ps, err := checkDiscovered(name, doc, d, read)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// checkDiscovered holds the project's rules for a filter configured by
+// config_discovery, and checks the file it reads (the file of the same
+// name in envoy.ExtensionConfigDir(bootstrap)) the way the bootstrap is
+// checked. It returns the file's wasm plugins.
+func checkDiscovered(bootstrap string, doc *envoy.Doc, d envoy.DiscoveredFilter, read func(string) ([]byte, error)) ([]plugin, error) {
+	at := doc.At(d.Path + ".config_discovery")
+	src := d.Source
+	if got := src.GetTypeUrls(); len(got) != 1 || got[0] != envoy.WasmTypeURL {
+		return nil, fmt.Errorf("%s.type_urls: got %q, want only %s, so that a file holding another filter is rejected", at, got, envoy.WasmTypeURL)
+	}
+	if src.GetApplyDefaultConfigWithoutWarming() {
+		return nil, fmt.Errorf("%s.apply_default_config_without_warming: true, want false: Envoy would serve requests before the file's configuration is in force", at)
+	}
+	if src.GetDefaultConfig() != nil {
+		return nil, fmt.Errorf("%s.default_config: set, want none: until the first valid configuration arrives Envoy must answer 500, not serve the default's rules (and it would build the default's plugin on every worker)", at)
+	}
+	pcs := src.GetConfigSource().GetPathConfigSource()
+	if pcs == nil {
+		return nil, fmt.Errorf("%s.config_source: want a path_config_source (a shipped file has no control plane)", at)
+	}
+	if got, want := pcs.GetWatchedDirectory().GetPath(), filepath.Dir(pcs.GetPath()); got != want {
+		return nil, fmt.Errorf("%s.config_source.path_config_source.watched_directory.path: got %q, want %q, the directory of path, where the new file is moved in", at, got, want)
+	}
+	file := filepath.Join(envoy.ExtensionConfigDir(bootstrap), filepath.Base(pcs.GetPath()))
+	data, err := read(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s.config_source.path_config_source.path: %w", at, err)
+	}
+	ext, err := envoy.ParseExtensionConfig(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if got := ext.Config.GetName(); got != d.Name {
+		return nil, fmt.Errorf("%s: got %q, want %q, the name of the filter in %s: Envoy rejects a resource of another name", ext.Doc.At("resources[0].name"), got, d.Name, bootstrap)
+	}
+	ps, err := envoy.WasmPlugins(ext.Doc, ext.Config)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) != 1 {
+		return nil, fmt.Errorf("%s: want the wasm filter with a config", ext.Doc.At("resources[0].typed_config"))
+	}
+	return []plugin{{ps[0], ext.Doc.At(ps[0].Path)}}, nil
 }
 
 // checkPluginConfig holds the project's rules for the wasm PluginConfig.
@@ -122,13 +212,13 @@ func checkPluginConfig(pc *wasmv3.PluginConfig) error {
 // must hold the largest request body the WAF accepts, so that the WAF's own
 // limit answers first (both answer 413, but only the WAF's reply is counted
 // and logged by the plugin).
-func checkBufferLimits(doc *envoy.Doc, b *bootstrapv3.Bootstrap) error {
+func checkBufferLimits(name string, doc *envoy.Doc, b *bootstrapv3.Bootstrap, read func(string) ([]byte, error)) error {
 	for i, l := range b.GetStaticResources().GetListeners() {
 		limit := uint32(defaultBufferLimit)
 		if v := l.GetPerConnectionBufferLimitBytes(); v != nil {
 			limit = v.GetValue()
 		}
-		plugins, err := envoy.WasmPlugins(doc, l)
+		plugins, err := bootstrapPlugins(name, doc, l, read)
 		if err != nil {
 			return err
 		}
@@ -350,5 +440,112 @@ func TestStatsTags_hostDefaults(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("wasmhost.DefaultStatsTags():\n\t%s\nwant envoy.yaml's stats_tags:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}
+
+// TestBootstrap_brokenExtensionConfig feeds broken copies of
+// envoy-ecds.yaml and of the file its config_discovery reads
+// (ecds/wafguard.yaml) to the same checks: each failure names the file,
+// the line and the path.
+func TestBootstrap_brokenExtensionConfig(t *testing.T) {
+	const (
+		file = "envoy-ecds.yaml"
+		ext  = "ecds/wafguard.yaml"
+	)
+	origBoot, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origExt, err := os.ReadFile(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		filter = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters[0]"
+		plugin = "resources[0].typed_config.config"
+	)
+	b, doc, err := envoy.ParseBootstrap(file, origBoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := envoy.DiscoveredFilters(doc, b); err != nil || len(d) != 1 {
+		t.Fatalf("%s: %d config_discovery filters, %v; want 1", file, len(d), err)
+	}
+	at := fmt.Sprintf("%s:%d: %s.config_discovery", file, doc.Line(filter+".config_discovery"), filter)
+	parsed, err := envoy.ParseExtensionConfig(ext, origExt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configLine := parsed.Doc.Line(plugin) // where the PluginConfig starts
+	cases := []struct {
+		name     string
+		inExt    bool // the change is in the extension config file
+		old, new string
+		want     string // %d is the line of old
+	}{
+		{
+			name: "misspelled field in the filter's file", inExt: true,
+			old: "runtime: envoy.wasm.runtime.v8", new: "runtim: envoy.wasm.runtime.v8",
+			want: ext + `:%d: ` + plugin + `.vm_config.runtim: unknown field "runtim"`,
+		},
+		{
+			name: "validation in the filter's file", inExt: true,
+			old: "base_interval: 1s", new: "base_interval: 0s",
+			want: ext + `:%d: ` + plugin + `.reload_config.backoff.base_interval: value must be greater than or equal to 1ms`,
+		},
+		{
+			name: "another resource name", inExt: true,
+			old: "  name: wafguard\n  typed_config:", new: "  name: waf\n  typed_config:",
+			want: ext + `:%d: resources[0].name: got "waf", want "wafguard", the name of the filter in envoy-ecds.yaml: Envoy rejects a resource of another name`,
+		},
+		{
+			name: "unknown top-level key in the filter's file", inExt: true,
+			old: `version_info: "1"`, new: `version: "1"`,
+			want: ext + `:%d: version: unknown key, want version_info and resources`,
+		},
+		{
+			name: "misspelled plugin key", inExt: true,
+			old: `"max_inflight": 256`, new: `"max_inflght": 256`,
+			want: ext + fmt.Sprintf(":%d: ", configLine) + plugin + `.configuration: admission: unknown key "max_inflght"`,
+		},
+		{
+			name: "watched directory elsewhere",
+			old:  "path: /etc/envoy/ecds\n", new: "path: /etc/envoy\n",
+			want: at + `.config_source.path_config_source.watched_directory.path: got "/etc/envoy", want "/etc/envoy/ecds", the directory of path, where the new file is moved in`,
+		},
+		{
+			name: "a default applied without warming",
+			old:  "apply_default_config_without_warming: false", new: "apply_default_config_without_warming: true",
+			want: at + `.apply_default_config_without_warming: true, want false: Envoy would serve requests before the file's configuration is in force`,
+		},
+		{
+			name: "a default configuration",
+			old:  "apply_default_config_without_warming: false", new: "default_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm}",
+			want: at + `.default_config: set, want none`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			boot, extData := string(origBoot), string(origExt)
+			var line int
+			if c.inExt {
+				extData, line = replaceOnce(t, extData, c.old, c.new)
+			} else {
+				boot, line = replaceOnce(t, boot, c.old, c.new)
+			}
+			err := checkBootstrapWith(file, []byte(boot), func(p string) ([]byte, error) {
+				if p != ext {
+					return nil, fmt.Errorf("read %s, want %s", p, ext)
+				}
+				return []byte(extData), nil
+			})
+			want := c.want
+			if strings.Contains(want, "%d") {
+				want = fmt.Sprintf(want, line)
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("got error\n\t%v\nwant it to start with\n\t%s", err, want)
+			}
+		})
 	}
 }

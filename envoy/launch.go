@@ -18,8 +18,15 @@ type Setup struct {
 	Binary string
 	// Bootstrap is the shipped file (envoy/envoy.yaml, e2e/envoy.yaml).
 	Bootstrap string
-	// Module is the .wasm every wasm filter loads.
+	// Module is the .wasm every wasm filter loads, also those configured
+	// by config_discovery from a file.
 	Module string
+	// ExtensionConfigs is the folder with the files the bootstrap's
+	// config_discovery filters read (path_config_source, by file name);
+	// empty means ExtensionConfigDir(Bootstrap). Launch copies each, its
+	// module moved to Module, into a watched directory of its own
+	// (Launched.ExtensionConfigDir).
+	ExtensionConfigs string
 	// Listen and Admin are host:port for the listener and the admin
 	// interface; empty means a free loopback port.
 	Listen, Admin string
@@ -57,7 +64,11 @@ type Launched struct {
 	// Serving is how long Envoy took from start until it served with
 	// every VM (WaitServing).
 	Serving time.Duration
-	dir     string
+	// ExtensionConfigDir is the directory Envoy watches for the files of
+	// its config_discovery filters, empty when it has none: ReplaceFile
+	// there changes a filter's configuration.
+	ExtensionConfigDir string
+	dir                string
 }
 
 // Launch localizes s.Bootstrap to s.Listen and s.Admin (free loopback
@@ -103,24 +114,12 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 	if admin == "" {
 		admin = FreePort()
 	}
-	if err := Localize(b, Local{Listen: listen, Admin: admin, Upstream: s.Upstream, Module: module}); err != nil {
-		return nil, err
-	}
-	if s.Edit != nil {
-		if err := s.Edit(b); err != nil {
-			return nil, err
-		}
-	}
-	js, err := JSON(b)
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "wafguard-envoy-")
 	if err != nil {
 		return nil, err
 	}
-	cfg := filepath.Join(dir, "envoy.json")
-	if err := os.WriteFile(cfg, js, 0o644); err != nil {
+	cfg, ecds, err := writeLocalized(s, b, dir, Local{Listen: listen, Admin: admin, Upstream: s.Upstream, Module: module})
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -129,7 +128,7 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	l := &Launched{Process: p, Listen: listen, Version: v, Binary: bin, dir: dir}
+	l := &Launched{Process: p, Listen: listen, Version: v, Binary: bin, ExtensionConfigDir: ecds, dir: dir}
 	wctx, cancel := context.WithTimeout(ctx, s.Wait)
 	defer cancel()
 	if err := p.WaitServing(wctx, s.Workers+1); err != nil {
@@ -138,6 +137,42 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 	}
 	l.Serving = time.Since(p.Started)
 	return l, nil
+}
+
+// writeLocalized localizes the bootstrap as l says, stages the files of
+// its config_discovery filters in dir/ecds (returned as ecds, empty when
+// there are none), applies s.Edit, and writes the result to
+// dir/envoy.json (returned as cfg).
+func writeLocalized(s Setup, b *bootstrapv3.Bootstrap, dir string, l Local) (cfg, ecds string, err error) {
+	shipped, err := discoveryPaths(b)
+	if err != nil {
+		return "", "", err
+	}
+	if len(shipped) > 0 {
+		from := s.ExtensionConfigs
+		if from == "" {
+			from = ExtensionConfigDir(s.Bootstrap)
+		}
+		ecds = filepath.Join(dir, "ecds")
+		if err := stageExtensionConfigs(shipped, from, ecds, l.Module); err != nil {
+			return "", "", err
+		}
+		l.ExtensionConfigDir = ecds
+	}
+	if err := Localize(b, l); err != nil {
+		return "", "", err
+	}
+	if s.Edit != nil {
+		if err := s.Edit(b); err != nil {
+			return "", "", err
+		}
+	}
+	js, err := JSON(b)
+	if err != nil {
+		return "", "", err
+	}
+	cfg = filepath.Join(dir, "envoy.json")
+	return cfg, ecds, os.WriteFile(cfg, js, 0o644)
 }
 
 // Stop stops Envoy by its PID and removes its bootstrap file.

@@ -29,14 +29,21 @@ type Local struct {
 	// UpstreamCluster ("upstream" when empty).
 	Upstream, UpstreamCluster string
 	// Module is the path of the .wasm for every wasm HTTP filter's
-	// vm_config (code.local.filename).
+	// vm_config (code.local.filename). A filter configured by
+	// config_discovery has its module in the file it reads, which
+	// Localize does not change (Launch stages a localized copy).
 	Module string
+	// ExtensionConfigDir is the folder every path_config_source of an
+	// HTTP filter's config_discovery is moved into: the file keeps its
+	// name, and the folder becomes the watched directory.
+	ExtensionConfigDir string
 }
 
 // Localize changes the addresses and the module path of a bootstrap as l
 // says, and nothing else: the listener's, the admin's and the upstream
-// cluster's socket addresses, and the local file of every wasm filter.
-// It fails, naming what it looked for, when the bootstrap lacks one of
+// cluster's socket addresses, the local file of every wasm filter, and
+// the file and watched directory of every filter configured by
+// config_discovery from a path. It fails, naming what it looked for, when the bootstrap lacks one of
 // them, so that a changed file is not run with a part silently left as
 // shipped.
 func Localize(b *bootstrapv3.Bootstrap, l Local) error {
@@ -77,12 +84,23 @@ func Localize(b *bootstrapv3.Bootstrap, l Local) error {
 			return fmt.Errorf("envoy: Localize: no endpoint in a cluster named %q", name)
 		}
 	}
+	discovered := 0
+	if l.ExtensionConfigDir != "" {
+		n, err := localizeDiscovery(b, l.ExtensionConfigDir)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("envoy: Localize: no HTTP filter with a config_discovery from a path in the listeners")
+		}
+		discovered = n
+	}
 	if l.Module != "" {
 		n, err := setModule(listeners, l.Module)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if n == 0 && discovered == 0 {
 			return fmt.Errorf("envoy: Localize: no wasm HTTP filter with a local file in the listeners")
 		}
 	}

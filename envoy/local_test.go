@@ -1,7 +1,9 @@
 package envoy
 
 import (
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	wasmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/wasm/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"os"
 	"path/filepath"
@@ -181,5 +183,83 @@ func TestDropWasmFilters(t *testing.T) {
 	}
 	if n, _ := DropWasmFilters(b); n != 0 {
 		t.Errorf("a second DropWasmFilters removed %d", n)
+	}
+}
+
+// TestLocalize_extensionConfig: Launch's staging of envoy-ecds.yaml: the
+// bootstrap's path_config_source and watched directory move to a folder
+// of the run's own, the filter's file is copied there with its module
+// moved and nothing else changed, and both still pass the schema checks.
+func TestLocalize_extensionConfig(t *testing.T) {
+	const file = "envoy-ecds.yaml"
+	b, _, err := LoadBootstrap(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg, ecds, err := writeLocalized(Setup{Bootstrap: file}, b, dir, Local{Listen: "127.0.0.1:18080", Admin: "127.0.0.1:18082", Upstream: "127.0.0.1:18000", Module: "/tmp/x/main.wasm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "ecds"); ecds != want {
+		t.Fatalf("watched directory %q, want %q", ecds, want)
+	}
+	lb, _, err := LoadBootstrap(cfg)
+	if err != nil {
+		t.Fatalf("localized bootstrap: %v", err)
+	}
+	paths, err := discoveryPaths(lb)
+	if err != nil || len(paths) != 1 || paths[0] != filepath.Join(ecds, "wafguard.yaml") {
+		t.Fatalf("localized path_config_source paths %v (%v), want [%s]", paths, err, filepath.Join(ecds, "wafguard.yaml"))
+	}
+	if _, err := EditDiscoveredFilters(lb, func(_ string, src *corev3.ExtensionConfigSource) error {
+		if got := src.GetConfigSource().GetPathConfigSource().GetWatchedDirectory().GetPath(); got != ecds {
+			t.Errorf("watched_directory %q, want %q", got, ecds)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := LoadExtensionConfig(filepath.Join("ecds", "wafguard.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, err := LoadExtensionConfig(filepath.Join(ecds, "wafguard.yaml"))
+	if err != nil {
+		t.Fatalf("staged file: %v", err)
+	}
+	var module string
+	if err := staged.EditPlugin(func(pc *wasmv3.PluginConfig) error {
+		module = pc.GetVmConfig().GetCode().GetLocal().GetFilename()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if module != "/tmp/x/main.wasm" {
+		t.Errorf("staged module %q, want /tmp/x/main.wasm", module)
+	}
+	if err := staged.SetModule("/etc/envoy/main.wasm"); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(staged.Config, shipped.Config) || staged.Version != shipped.Version {
+		t.Errorf("the staged file differs from the shipped one in more than the module")
+	}
+}
+
+// TestReplaceFile: the new content is in place and no temporary file is
+// left beside it.
+func TestReplaceFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.yaml")
+	for _, s := range []string{"one", "two"} {
+		if err := ReplaceFile(path, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); string(got) != s {
+			t.Errorf("content %q, want %q", got, s)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries in the directory, want 1", len(ents))
 	}
 }

@@ -1,5 +1,6 @@
 // Package envoy holds the project's Envoy bootstrap files (envoy.yaml,
-// envoy-ratelimit.yaml) and the code that checks YAML configuration against
+// envoy-ratelimit.yaml, envoy-ecds.yaml with the filter configuration it
+// reads from ecds/) and the code that checks YAML configuration against
 // Envoy's own API: the generated protobuf types of
 // github.com/envoyproxy/go-control-plane/envoy, decoded strictly, then the
 // generated protoc-gen-validate rules, including inside every typed_config.
