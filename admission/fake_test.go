@@ -135,6 +135,7 @@ type fakeHost struct {
 
 type fakeReply struct {
 	status  uint32
+	details string
 	headers [][2]string
 	body    []byte
 }
@@ -148,8 +149,8 @@ func (h *fakeHost) requestHeader(name string) (string, bool) {
 	return "", false
 }
 
-func (h *fakeHost) sendReply(status uint32, headers [][2]string, body []byte) error {
-	h.replies = append(h.replies, fakeReply{status, headers, body})
+func (h *fakeHost) sendReply(status uint32, details string, headers [][2]string, body []byte) error {
+	h.replies = append(h.replies, fakeReply{status, details, headers, body})
 	return nil
 }
 
@@ -167,9 +168,9 @@ func (h *nopHost) requestHeader(name string) (string, bool) {
 	}
 	return "", false
 }
-func (*nopHost) sendReply(uint32, [][2]string, []byte) error { return nil }
-func (*nopHost) setTickPeriod(uint32) error                  { return nil }
-func (*nopHost) logWarn(string)                              {}
+func (*nopHost) sendReply(uint32, string, [][2]string, []byte) error { return nil }
+func (*nopHost) setTickPeriod(uint32) error                          { return nil }
+func (*nopHost) logWarn(string)                                      {}
 
 // fakeClock is a settable wall clock shared by simulated VMs.
 type fakeClock struct{ ms atomic.Int64 }

@@ -117,8 +117,8 @@ func TestGuard_casExhausted(t *testing.T) {
 				t.Errorf("rejected cas_exhausted %d, want %d", got, tc.wantRejects)
 			}
 			if tc.wantVerdict == rejectedCAS {
-				if inner.created != 0 || len(h.replies) != 1 || h.replies[0].status != 429 {
-					t.Fatalf("inner %d replies %+v, want no inner and one 429", inner.created, h.replies)
+				if inner.created != 0 || len(h.replies) != 1 || h.replies[0].status != 429 || h.replies[0].details != "wafguard_admission_cas_exhausted" {
+					t.Fatalf("inner %d replies %+v, want no inner and one 429 (wafguard_admission_cas_exhausted)", inner.created, h.replies)
 				}
 				return
 			}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+	"github.com/wafguard/wafguard/internal/localreply"
 )
 
 // host is the part of the proxy-wasm host that the guard calls outside
@@ -9,7 +10,9 @@ import (
 // benchmarks without the SDK's emulator.
 type host interface {
 	requestHeader(name string) (string, bool)
-	sendReply(status uint32, headers [][2]string, body []byte) error
+	// sendReply answers the stream locally; details are the response
+	// code details Envoy logs (localreply.Details).
+	sendReply(status uint32, details string, headers [][2]string, body []byte) error
 	setTickPeriod(ms uint32) error
 	logWarn(msg string)
 }
@@ -33,8 +36,8 @@ func (proxyHost) requestHeader(name string) (string, bool) {
 	return v, err == nil
 }
 
-func (proxyHost) sendReply(status uint32, headers [][2]string, body []byte) error {
-	return proxywasm.SendHttpResponse(status, headers, body, -1)
+func (proxyHost) sendReply(status uint32, details string, headers [][2]string, body []byte) error {
+	return localreply.Send(status, details, headers, body)
 }
 
 func (proxyHost) setTickPeriod(ms uint32) error { return proxywasm.SetTickPeriodMilliSeconds(ms) }

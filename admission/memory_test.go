@@ -107,8 +107,8 @@ func TestMemory_budget(t *testing.T) {
 		t.Fatalf("%s = %d, want %d (at the budget exactly)", MetricHeapReserved, got, 32*mib)
 	}
 	s3, act := memStream(g, h, inner, cl(0))
-	if act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 429 || h.replies[0].headers[0][0] != "retry-after" {
-		t.Fatalf("third stream: action %v replies %+v, want a 429 with Retry-After", act, h.replies)
+	if act != types.ActionPause || len(h.replies) != 1 || h.replies[0].status != 429 || h.replies[0].headers[0][0] != "retry-after" || h.replies[0].details != "wafguard_admission_memory" {
+		t.Fatalf("third stream: action %v replies %+v, want a 429 with Retry-After (wafguard_admission_memory)", act, h.replies)
 	}
 	if got := m.get(MetricRejectedMemory); got != 1 {
 		t.Errorf("%s = %d, want 1", MetricRejectedMemory, got)
@@ -116,8 +116,8 @@ func TestMemory_budget(t *testing.T) {
 	s3.OnHttpStreamDone()
 	// 1 MiB + 2 × 16 MiB > 96 - 64 MiB even with nothing else open: 413.
 	s4, _ := memStream(g, h, inner, cl(16*mib))
-	if len(h.replies) != 2 || h.replies[1].status != 413 {
-		t.Fatalf("a body that can never fit: replies %+v, want 413", h.replies)
+	if len(h.replies) != 2 || h.replies[1].status != 413 || h.replies[1].details != "wafguard_admission_body_size" {
+		t.Fatalf("a body that can never fit: replies %+v, want 413 (wafguard_admission_body_size)", h.replies)
 	}
 	s4.OnHttpStreamDone()
 	for _, s := range open {

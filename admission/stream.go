@@ -3,6 +3,7 @@ package admission
 import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/localreply"
 )
 
 // Wrap returns the HTTP context for a new stream. With admission off (no cap
@@ -205,19 +206,24 @@ func (s *stream) OnHttpStreamDone() {
 func (s *stream) reply429(v verdict, ai int) types.Action {
 	g := s.g
 	capN := uint32(g.cfg.MaxInflight)
+	reason := localreply.Prefix + "admission_cas_exhausted"
 	switch v {
 	case rejectedCap:
 		g.m.rejectedCap.Increment(1)
+		reason = localreply.Prefix + "admission_cap"
 	case rejectedAuthority:
 		g.m.rejectedAuthority.Increment(1)
 		capN = g.auth[ai].cap
+		reason = localreply.Prefix + "admission_authority_cap"
 	case rejectedVMCap:
 		g.m.rejectedVMCap.Increment(1)
 		capN = uint32(g.cfg.MaxInflightPerVM)
+		reason = localreply.Prefix + "admission_vm_cap"
 	case rejectedMemory:
 		g.m.rejectedMemory.Increment(1)
 		g.mem.shed = true
 		capN = max(g.vm, 1)
+		reason = localreply.Prefix + "admission_memory"
 	default:
 		g.m.rejectedCAS.Increment(1)
 		if ai >= 0 && capN == 0 {
@@ -226,7 +232,7 @@ func (s *stream) reply429(v verdict, ai int) types.Action {
 	}
 	g.windowRejects++
 	s.replied = true
-	_ = g.host.sendReply(429, g.replyHeaders(g.retryAfter(capN)), g.body429)
+	_ = g.host.sendReply(429, reason, g.replyHeaders(g.retryAfter(capN)), g.body429)
 	return types.ActionPause
 }
 
@@ -234,7 +240,7 @@ func (s *stream) reply413() types.Action {
 	g := s.g
 	g.m.rejectedBody.Increment(1)
 	s.replied = true
-	_ = g.host.sendReply(413, g.headers413, body413)
+	_ = g.host.sendReply(413, localreply.Prefix+"admission_body_size", g.headers413, body413)
 	return types.ActionPause
 }
 

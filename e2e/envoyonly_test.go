@@ -312,7 +312,7 @@ func TestEnvoy_holdHeaders(t *testing.T) {
 	if entry := accessEntry(e, id); entry == nil {
 		t.Errorf("no access log entry for /blocked/%s", id)
 	} else {
-		for k, want := range map[string]string{"response_code": "403", "waf_action": "block", "waf_status": "403", "waf_rule_id": "1001", "waf_phase": "http_request_body", "upstream_host": "<nil>"} {
+		for k, want := range map[string]string{"response_code": "403", "waf_action": "block", "waf_status": "403", "waf_rule_id": "1001", "waf_phase": "http_request_body", "upstream_host": "<nil>", "response_code_details": "wafguard_block_1001"} {
 			if got := fmt.Sprint(entry[k]); got != want {
 				t.Errorf("access log %s = %q, want %q (entry %v)", k, got, want, entry)
 			}

@@ -342,7 +342,7 @@ func TestBootstrap_brokenPluginConfig(t *testing.T) {
 		{
 			name: "misspelled top-level key",
 			old:  `"default_directives": "crs"`, new: `"default_directive": "crs"`,
-			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
+			want: at + `plugin configuration: unknown key "default_directive"; valid keys are directives_map, default_directives, per_authority_directives, per_route_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
 		},
 		{
 			name: "metric label without a stats tag",

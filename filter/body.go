@@ -12,6 +12,7 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/localreply"
 )
 
 // prepareRequestBody applies the filter's own request-body settings before
@@ -75,7 +76,7 @@ func (s *stream) rejectBody(status int, a txAction) types.Action {
 	}
 	s.record(a, 0, phaseRequestBody, status)
 	proxywasm.LogInfo("waf: request body refused (" + a.String() + "), status " + strconv.Itoa(status) + ", unique_id " + s.tx.ID())
-	if err := proxywasm.SendHttpResponse(uint32(status), headers, body, -1); err != nil {
+	if err := localreply.Send(uint32(status), localreply.Prefix+a.String(), headers, body); err != nil {
 		proxywasm.LogError("waf: sending the local reply for " + a.String() + ": " + err.Error())
 	}
 	return types.ActionPause

@@ -31,6 +31,12 @@ type Config struct {
 	// PerAuthorityDirectives maps a request authority (host, without port,
 	// lower case) to a rule set name.
 	PerAuthorityDirectives map[string]string `json:"per_authority_directives"`
+	// PerRouteDirectives maps the name of an Envoy route (its `name`,
+	// which the xds.route_name property reads per stream) to a rule set
+	// name. A stream on a listed route takes that rule set whatever its
+	// authority; otherwise PerAuthorityDirectives, then
+	// DefaultDirectives decide.
+	PerRouteDirectives map[string]string `json:"per_route_directives"`
 	// MetricLabels are appended to every metric name as _key=value pairs,
 	// in key order.
 	MetricLabels map[string]string `json:"metric_labels"`
@@ -134,6 +140,15 @@ func (c *Config) validate() error {
 			return fmt.Errorf("per_authority_directives[%q]: same host %q as %q (ports and case are ignored); keep one of them", authority, host, other)
 		}
 		seen[host] = authority
+	}
+	for _, route := range sortedKeys(c.PerRouteDirectives) {
+		name := c.PerRouteDirectives[route]
+		if route == "" {
+			return errors.New(`per_route_directives: empty route name; give the name of an Envoy route (its "name" in the route configuration)`)
+		}
+		if _, ok := c.DirectivesMap[name]; !ok {
+			return fmt.Errorf("per_route_directives[%q]: %q names no entry in directives_map; want one of %s", route, name, names)
+		}
 	}
 	for _, key := range sortedKeys(c.MetricLabels) {
 		value := c.MetricLabels[key]

@@ -18,7 +18,10 @@ import (
 type Plugin struct {
 	defaultSet *hostRules
 	// byHost maps a lower-case host without port to its rule set.
-	byHost  map[string]*hostRules
+	byHost map[string]*hostRules
+	// byRoute maps an Envoy route name to its rule set; nil without
+	// per_route_directives.
+	byRoute map[string]*hostRules
 	metrics *metrics
 	ops     operability
 	// logBuf is the scratch buffer of the JSON transaction log; a VM runs
@@ -69,6 +72,12 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 	for authority, name := range cfg.PerAuthorityDirectives {
 		p.byHost[httpsyntax.AuthorityHost(authority)] = byName[name]
 	}
+	if len(cfg.PerRouteDirectives) != 0 {
+		p.byRoute = make(map[string]*hostRules, len(cfg.PerRouteDirectives))
+		for route, name := range cfg.PerRouteDirectives {
+			p.byRoute[route] = byName[name]
+		}
+	}
 	p.metrics = newMetrics(cfg.MetricLabels, cfg.ops.ruleTopN, cfg.Digest)
 	proxywasm.LogInfo(startLine(sortedKeys(sets), cfg.Digest))
 	return p, nil
@@ -97,8 +106,15 @@ func (p *Plugin) Done() {
 	}
 }
 
-// rulesFor returns the rule set for a request's :authority.
+// rulesFor returns the rule set for a stream: per_route_directives by
+// the name of the route Envoy chose for it, then per_authority_directives
+// by its :authority, then default_directives.
 func (p *Plugin) rulesFor(authority string) *hostRules {
+	if p.byRoute != nil {
+		if r, ok := p.byRoute[getStringProperty(propRouteName)]; ok {
+			return r
+		}
+	}
 	if len(p.byHost) != 0 {
 		if r, ok := p.byHost[httpsyntax.AuthorityHost(authority)]; ok {
 			return r

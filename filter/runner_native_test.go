@@ -81,6 +81,16 @@ type nativePlugin struct {
 func (p *nativePlugin) do(t testing.TB, ex exchange) outcome {
 	t.Helper()
 	h := p.host
+	// The emulator's properties are the process's, so the route is set
+	// for each exchange; it refuses an empty value, so a name no test
+	// configures stands for no route.
+	route := ex.route
+	if route == "" {
+		route = "(no route)"
+	}
+	if err := h.SetProperty(propRouteName, []byte(route)); err != nil {
+		t.Fatal(err)
+	}
 	id := h.InitializeHttpContext()
 	var out outcome
 

@@ -45,6 +45,9 @@ type exchange struct {
 	// end included, arrives before the rest of the request; else its end
 	// comes after the request's end.
 	respEndsEarly bool
+	// route is the name of the route Envoy chose (xds.route_name); empty
+	// for none.
+	route string
 }
 
 // outcome is what the client and the upstream saw.
@@ -69,6 +72,9 @@ type outcome struct {
 	// to come, and the runner could not run the plugin's tick into it
 	// (the native emulator; see nativeRunner).
 	stuck bool
+	// details are the response code details of a local reply, as Envoy
+	// logs them; the native runner's emulator has none ("").
+	details string
 	// headers and body are what the client received.
 	headers [][2]string
 	body    []byte

@@ -115,6 +115,7 @@ func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 		Source:        wasmInfo.SourceAddress,
 		Destination:   wasmInfo.DestinationAddress,
 		Protocol:      wasmInfo.Protocol,
+		RouteName:     ex.route,
 		RespStatus:    ex.upstreamStatus(),
 		RespHeaders:   ex.respHeaders,
 		RespBody:      ex.respBody,
@@ -135,7 +136,7 @@ func (p *v8Plugin) do(t testing.TB, ex exchange) outcome {
 	if res.Reset || res.Status == 0 {
 		return out
 	}
-	out.status, out.localReply, out.body = res.Status, res.LocalReply, res.Body
+	out.status, out.localReply, out.body, out.details = res.Status, res.LocalReply, res.Body, res.Details
 	out.headers = append([][2]string{{":status", strconv.Itoa(res.Status)}}, res.Headers...)
 	return out
 }

@@ -130,7 +130,7 @@ func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 		Headers:           ex.requestHeaders(),
 		Body:              ex.body,
 		Reset:             ex.reset,
-		Info:              wasmInfo,
+		Info:              wasmhost.StreamInfo{SourceAddress: wasmInfo.SourceAddress, DestinationAddress: wasmInfo.DestinationAddress, Protocol: wasmInfo.Protocol, RouteName: ex.route},
 		ResponseAfter:     ex.respAfter,
 		ResponseEndsEarly: ex.respEndsEarly,
 	}
@@ -143,7 +143,7 @@ func (p *wasmPlugin) do(t testing.TB, ex exchange) outcome {
 	if res.Reset || res.Status == 0 {
 		return out
 	}
-	out.status, out.localReply, out.body = res.Status, res.LocalReply, res.Body
+	out.status, out.localReply, out.body, out.details = res.Status, res.LocalReply, res.Body, res.Details
 	out.headers = append([][2]string{{":status", strconv.Itoa(res.Status)}}, res.Headers...)
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 	"github.com/wafguard/wafguard/internal/httpsyntax"
+	"github.com/wafguard/wafguard/internal/localreply"
 )
 
 // Property paths, allocated once.
@@ -17,6 +18,7 @@ var (
 	propSourceAddress      = []string{"source", "address"}
 	propDestinationAddress = []string{"destination", "address"}
 	propResponseDetails    = []string{"response", "code_details"}
+	propRouteName          = []string{"xds", "route_name"}
 )
 
 // detailsViaUpstream is Envoy's response code details for a response that
@@ -566,7 +568,11 @@ func (s *stream) interrupt(it *ctypes.Interruption, p phase) types.Action {
 	s.record(action, it.RuleID, p, status)
 	proxywasm.LogInfo("waf: interrupted by rule " + strconv.Itoa(it.RuleID) + " in " + p.String() +
 		", action " + it.Action + ", status " + strconv.Itoa(status) + ", unique_id " + s.tx.ID())
-	if err := proxywasm.SendHttpResponse(uint32(status), headers, body, -1); err != nil {
+	details := localreply.Prefix + action.String()
+	if action != actionBodyLimit {
+		details += "_" + strconv.Itoa(it.RuleID)
+	}
+	if err := localreply.Send(uint32(status), details, headers, body); err != nil {
 		proxywasm.LogError("waf: sending the local reply for rule " + strconv.Itoa(it.RuleID) + ": " + err.Error())
 	}
 	return types.ActionPause
@@ -578,7 +584,7 @@ func (s *stream) failClosed() types.Action {
 	s.replied = true
 	s.reqDone, s.respDone = true, true
 	s.action, s.finalStatus = actionFailClosed, statusFailClosed
-	if err := proxywasm.SendHttpResponse(statusFailClosed, nil, nil, -1); err != nil {
+	if err := localreply.Send(statusFailClosed, localreply.Prefix+actionFailClosed.String(), nil, nil); err != nil {
 		proxywasm.LogError("waf: sending the fail-closed reply: " + err.Error())
 	}
 	return types.ActionPause

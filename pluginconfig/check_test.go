@@ -27,7 +27,7 @@ func TestCheck(t *testing.T) {
 			name:   "unknown key still checks the rule sets",
 			config: `{"directive_map": {}, "directives_map": {"a": ["Include @owasp_crs/NO-SUCH.conf"]}, "default_directives": "a"}`,
 			want: []string{
-				`plugin configuration: unknown key "directive_map"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
+				`plugin configuration: unknown key "directive_map"; valid keys are directives_map, default_directives, per_authority_directives, per_route_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
 				`directives_map["a"]: invalid SecLang, fix or remove the directive: invalid WAF config from string: failed to readfile: open @owasp_crs/NO-SUCH.conf: file does not exist`,
 			},
 		},

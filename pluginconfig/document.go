@@ -24,7 +24,7 @@ type document struct {
 }
 
 // keys lists the top-level keys, for error messages.
-const keys = "directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, " +
+const keys = "directives_map, default_directives, per_authority_directives, per_route_directives, metric_labels, admission, memory, " +
 	"json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, " +
 	"hold_headers_until_inspected, hold_headers_timeout_ms"
 
@@ -98,6 +98,8 @@ func describeType(field string) string {
 		return "a string naming a directives_map entry"
 	case "per_authority_directives":
 		return "an object of authorities to directives_map names"
+	case "per_route_directives":
+		return "an object of Envoy route names to directives_map names"
 	case "metric_labels":
 		return "an object of strings to strings"
 	case "json_log", "rule_preselection", "hold_headers_until_inspected":

@@ -68,7 +68,7 @@ var documentErrors = []struct{ name, config, want string }{
 	{
 		name:   "unknown key",
 		config: `{"directives": {"a": []}}`,
-		want:   `plugin configuration: unknown key "directives"; valid keys are directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
+		want:   `plugin configuration: unknown key "directives"; valid keys are directives_map, default_directives, per_authority_directives, per_route_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
 	},
 	{
 		name:   "invalid json",
@@ -88,7 +88,7 @@ var documentErrors = []struct{ name, config, want string }{
 	{
 		name:   "not an object",
 		config: `[]`,
-		want:   `plugin configuration: got JSON array, want an object with the keys directives_map, default_directives, per_authority_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
+		want:   `plugin configuration: got JSON array, want an object with the keys directives_map, default_directives, per_authority_directives, per_route_directives, metric_labels, admission, memory, json_log, rule_metrics_top_n, deny_response, request_json_max_depth, request_body_no_files_limit, raw_body_content_types, rule_preselection, hold_headers_until_inspected, hold_headers_timeout_ms`,
 	},
 	{
 		name:   "trailing data",

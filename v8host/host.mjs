@@ -392,6 +392,8 @@ class VM {
         return enc.encode(st.info.source || "127.0.0.1:40000");
       case "destination.address":
         return enc.encode(st.info.destination || "127.0.0.1:8080");
+      case "xds.route_name":
+        return st.info.route_name ? enc.encode(st.info.route_name) : null;
       case "response.code":
         return st.respStatus ? u64(st.respStatus) : null;
       // "via_upstream" for the upstream's response, a local reply's details.

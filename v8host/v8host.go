@@ -302,6 +302,8 @@ type Exchange struct {
 	Source      string
 	Destination string
 	Protocol    string
+	// RouteName is the name of the route Envoy chose (xds.route_name).
+	RouteName string
 
 	RespStatus  int
 	RespHeaders [][2]string
@@ -364,12 +366,13 @@ type wireInfo struct {
 	Source      string `json:"source,omitempty"`
 	Destination string `json:"destination,omitempty"`
 	Protocol    string `json:"protocol,omitempty"`
+	RouteName   string `json:"route_name,omitempty"`
 }
 
 func toWire(ex Exchange) wireExchange {
 	return wireExchange{
 		Headers: ex.Headers, Body: ex.Body, Reset: ex.Reset,
-		Info:       wireInfo{Source: ex.Source, Destination: ex.Destination, Protocol: ex.Protocol},
+		Info:       wireInfo{Source: ex.Source, Destination: ex.Destination, Protocol: ex.Protocol, RouteName: ex.RouteName},
 		RespStatus: ex.RespStatus, RespHeaders: ex.RespHeaders, RespBody: ex.RespBody,
 		RespAfter: ex.RespAfter, RespEndsEarly: ex.RespEndsEarly,
 	}

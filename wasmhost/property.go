@@ -111,6 +111,11 @@ func (vm *VM) property(tok []string) ([]byte, bool) {
 			return []byte{0}, true
 		}
 		return nil, false
+	case "xds":
+		if len(tok) == 2 && tok[1] == "route_name" && info.RouteName != "" {
+			return []byte(info.RouteName), true
+		}
+		return nil, false
 	case "request":
 		return st.requestProperty(tok[1:])
 	case "response":

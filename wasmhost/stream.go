@@ -25,6 +25,9 @@ type StreamInfo struct {
 	DestinationAddress string // "ip:port"
 	Protocol           string // "HTTP/1.1" when empty
 	ConnectionID       uint64
+	// RouteName is the name of the route Envoy chose for the stream
+	// (xds.route_name); empty for none.
+	RouteName string
 }
 
 // LocalReply is a reply the plugin sent with proxy_send_local_response, or
