@@ -41,4 +41,3 @@ func pairs(headers [][2]string) []byte {
 	}
 	return b
 }
-
