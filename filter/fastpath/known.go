@@ -14,9 +14,10 @@ import (
 // of its filter, so that a VM that compiles them parses none at its
 // start; any other pattern is parsed as before.
 //
-// known_rx.go is generated from the rule sets themselves:
+// known_rx.go is generated from the rule sets themselves, the union over
+// the CRS releases carried (run it with each release's build tag):
 //
-//	WAFGUARD_UPDATE_KNOWN_RX=1 go test ./filter -run TestKnownRx
+//	WAFGUARD_UPDATE_KNOWN_RX=1 go test -tags crs<release> ./filter -run TestKnownRx
 //
 // TestKnownRx (package filter) fails when a pattern of the embedded rule
 // sets is missing from the table, and TestKnownRxs (here) checks every
