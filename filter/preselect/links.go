@@ -69,7 +69,6 @@ func linksOf(r observed, texts []string, facts directiveFacts) []link {
 			return nil
 		}
 	}
-	countsSafe := !facts.runtimeTargets.mayName(r)
 	var out []link
 	for _, text := range texts {
 		p := parseRule(text)
@@ -86,7 +85,7 @@ func linksOf(r observed, texts []string, facts directiveFacts) []link {
 			switch {
 			case !ok || t.exclusion || (t.keyed && t.key == ""):
 				return nil
-			case t.count && !countsSafe:
+			case t.count && facts.runtimeTargets.mayChangeCount(r, t.name):
 				return nil
 			}
 			l.rule.targets = append(l.rule.targets, starget{v: v, key: lookupKey(v, t.key), count: t.count, vi: -1})

@@ -381,7 +381,10 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 			excluded[t.name] = true
 		}
 	}
-	countsSafe := !facts.targetsUpdateAll && !inRanges(r.id, facts.targetsUpdated) && !facts.runtimeTargets.mayName(r)
+	// countSafe: no update of r's targets may change what a count of
+	// collection col counts.
+	countsUpdated := facts.targetsUpdateAll || inRanges(r.id, facts.targetsUpdated)
+	countSafe := func(col string) bool { return !countsUpdated && !facts.runtimeTargets.mayChangeCount(r, col) }
 	var vars uint64
 	// exclBits: per collection the rule reads, the slots that stand for
 	// it (exclusions.go).
@@ -399,7 +402,7 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 				// may change it.
 				return nil, reasonTarget
 			}
-			if t.count && (excluded["TX"] || !countsSafe) {
+			if t.count && (excluded["TX"] || !countSafe("TX")) {
 				return nil, reasonCount
 			}
 			key := strings.ToLower(t.key)
@@ -415,7 +418,7 @@ func (pp *phasePlan) add(r observed, pos int, window []int, facts directiveFacts
 			stable++
 		}
 		if t.count {
-			if (t.keyed && t.key == "") || excluded[t.name] || !countsSafe {
+			if (t.keyed && t.key == "") || excluded[t.name] || !countSafe(t.name) {
 				return nil, reasonCount
 			}
 			st := starget{v: v, key: lookupKey(v, t.key), count: true, vi: -1}

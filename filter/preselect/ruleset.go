@@ -558,6 +558,10 @@ type directiveFacts struct {
 type runtimeRemovals struct {
 	ids  [][2]int
 	tags []string
+	// idCols and tagCols are, for removals of targets, the collection
+	// each entry of ids and tags removes a target of (upper case: XML
+	// for XML://@*), "" when it could not be read.
+	idCols, tagCols []string
 	// any: a removal by message, or one whose value could not be read,
 	// may remove any rule.
 	any bool
@@ -618,8 +622,11 @@ func (rr *runtimeRemovals) scan(text, what string) {
 			end++
 		}
 		value := text[start:end]
+		col := ""
 		if what != "" {
-			value, _, _ = strings.Cut(value, ";")
+			var tgt string
+			value, tgt, _ = strings.Cut(value, ";")
+			col = targetCollection(tgt)
 		}
 		switch kind {
 		case "byid=":
@@ -628,11 +635,15 @@ func (rr *runtimeRemovals) scan(text, what string) {
 				rr.any = true
 			}
 			rr.ids = append(rr.ids, ids...)
+			for range ids {
+				rr.idCols = append(rr.idCols, col)
+			}
 		case "bytag=":
 			if value == "" || strings.Contains(value, "%{") {
 				rr.any = true
 			}
 			rr.tags = append(rr.tags, value)
+			rr.tagCols = append(rr.tagCols, col)
 		default:
 			rr.any = true
 		}
@@ -768,13 +779,54 @@ func inRanges(id int, ranges [][2]int) bool {
 	return false
 }
 
-// mayName reports whether some removal may name rule r.
-func (rr runtimeRemovals) mayName(r observed) bool {
-	if rr.any || inRanges(r.id, rr.ids) {
+// targetCollection is the collection of a ctl target removal's target
+// (XML for XML://@*, ARGS for ARGS:id), upper case; "" when it is not a
+// plain collection name, or has a macro.
+func targetCollection(t string) string {
+	name, _, _ := strings.Cut(t, ":")
+	name = strings.TrimSpace(name)
+	if name == "" || strings.Contains(t, "%{") {
+		return ""
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_') {
+			return ""
+		}
+	}
+	return strings.ToUpper(name)
+}
+
+// removesFrom reports whether a removal of targets of collection rem ("":
+// unread) may remove a target of collection col. Coraza built for
+// multiphase evaluation turns a removal of ARGS into ARGS_GET and
+// ARGS_POST, and of ARGS_NAMES into their names' collections.
+func removesFrom(rem, col string) bool {
+	switch {
+	case rem == "" || rem == col:
+		return true
+	case rem == "ARGS":
+		return col == "ARGS_GET" || col == "ARGS_POST"
+	case rem == "ARGS_NAMES":
+		return col == "ARGS_GET_NAMES" || col == "ARGS_POST_NAMES"
+	}
+	return false
+}
+
+// mayChangeCount reports whether a removal of targets may change what a
+// count of collection col (upper case) counts in rule r: one that may
+// name r and removes a target of col, or of a collection it could not
+// read. Removing XML://@* from a rule changes no count of its headers.
+func (rr runtimeRemovals) mayChangeCount(r observed, col string) bool {
+	if rr.any {
 		return true
 	}
-	for _, tag := range rr.tags {
-		if slices.Contains(r.tags, tag) {
+	for i, rg := range rr.ids {
+		if r.id >= rg[0] && r.id <= rg[1] && removesFrom(rr.idCols[i], col) {
+			return true
+		}
+	}
+	for i, tag := range rr.tags {
+		if slices.Contains(r.tags, tag) && removesFrom(rr.tagCols[i], col) {
 			return true
 		}
 	}

@@ -163,6 +163,24 @@ SecRule &ARGS:/^a/ "@eq 1" "id:7,phase:2,pass"
 			t.Errorf("rule %d: reason %q (%v), want %q", id, got, ok, want)
 		}
 	}
+	// A removal of another collection's targets changes no count of the
+	// rule's: rule 8 stays screened beside a removal of its XML targets,
+	// rule 9 not beside one of its headers, nor rule 10 beside one whose
+	// target cannot be read.
+	_, ix = compile(t, `SecRuleEngine On
+SecRule &REQUEST_HEADERS:Host "@eq 0" "id:8,phase:2,pass,tag:'t8'"
+SecRule &REQUEST_HEADERS:Host "@eq 0" "id:9,phase:2,pass,tag:'t9'"
+SecRule &REQUEST_HEADERS:Host "@eq 0" "id:10,phase:2,pass,tag:'t10'"
+SecRule ARGS "@rx z" "id:11,phase:1,pass,ctl:ruleRemoveTargetByTag=t8;XML://@*,ctl:ruleRemoveTargetByTag=t9;REQUEST_HEADERS:Host,ctl:ruleRemoveTargetById=10;%{tx.x}"
+`)
+	if got, ok := ix.Reason(8); ok {
+		t.Errorf("a count beside a removal of XML targets: reason %q, want screened", got)
+	}
+	for _, id := range []int{9, 10} {
+		if got, ok := ix.Reason(id); !ok || got != reasonCount {
+			t.Errorf("rule %d: reason %q (%v), want %q", id, got, ok, reasonCount)
+		}
+	}
 	_, ix = compile(t, `SecRuleEngine On
 SecDefaultAction "phase:2,pass,log,setvar:tx.x=1"
 SecRule TX:x "@eq 1" "id:1,phase:2,pass"
