@@ -79,6 +79,9 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 // OnPluginDone implements types.PluginContext: Envoy replaced or removed
 // this plugin's configuration.
 func (p *pluginContext) OnPluginDone() bool {
+	if p.guard != nil {
+		p.guard.Done()
+	}
 	if p.waf != nil {
 		p.waf.Done()
 	}

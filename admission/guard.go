@@ -208,6 +208,14 @@ func (g *Guard) OnTick() {
 	g.heartbeat()
 }
 
+// Done takes back what this guard added to the memory guard's gauges
+// (live heap, reserved, budget): Envoy replaced the plugin's
+// configuration, and the gauges are sums over the configurations in
+// force, each VM's once. Streams still open keep their admission slots
+// and reservations until they end. Call it from the plugin's
+// OnPluginDone.
+func (g *Guard) Done() { g.mem.withdraw() }
+
 // register draws a new id while the current one is already in use (a
 // collision of 64 random bits, or a copy of this VM's memory), then writes
 // the first heartbeat.

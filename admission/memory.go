@@ -212,6 +212,9 @@ type memGuard struct {
 
 	heapGauge, reservedGauge, budgetGauge gauge
 	heapShown, reservedShown              int64
+	// withdrawn: the plugin context is done, and what it added to the
+	// gauges was taken back; they are no longer written.
+	withdrawn bool
 
 	// shed is set when a stream was refused for memory since the last
 	// tick, ended when an admitted stream ended.
@@ -346,6 +349,9 @@ func (m *memGuard) release(n int64) {
 }
 
 func (m *memGuard) showReserved() {
+	if m.withdrawn {
+		return
+	}
 	m.reservedGauge.Add(m.reserved - m.reservedShown)
 	m.reservedShown = m.reserved
 }
@@ -370,11 +376,24 @@ func (m *memGuard) tick() {
 
 // refresh publishes the live heap.
 func (m *memGuard) refresh() {
-	if !m.on {
+	if !m.on || m.withdrawn {
 		return
 	}
 	l, _ := m.rt.readHeap()
 	live := int64(l)
 	m.heapGauge.Add(live - m.heapShown)
 	m.heapShown = live
+}
+
+// withdraw takes back what this guard added to the gauges, which Envoy
+// sums over every VM and every plugin context in them.
+func (m *memGuard) withdraw() {
+	if !m.on || m.withdrawn {
+		return
+	}
+	m.heapGauge.Add(-m.heapShown)
+	m.reservedGauge.Add(-m.reservedShown)
+	m.budgetGauge.Add(-m.budget)
+	m.heapShown, m.reservedShown = 0, 0
+	m.withdrawn = true
 }

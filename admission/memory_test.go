@@ -460,3 +460,48 @@ func TestGuard_compiling(t *testing.T) {
 	// Without the memory options nothing is touched.
 	New(Config{}, newFakeProcess().store("")).Compiling()()
 }
+
+// TestMemory_done: when Envoy replaces the configuration, the old guard
+// takes its figures out of the gauges, which Envoy sums over the plugin
+// contexts of every VM: with an old and a new guard on one VM the live
+// heap was counted twice, and after the old one's Done it is counted
+// once. A stream of the old guard that ends later writes nothing to them.
+func TestMemory_done(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	old, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, act := memStream(old, h, inner, cl(1000))
+	if act != types.ActionContinue {
+		t.Fatalf("stream refused: %+v", h.replies)
+	}
+	next, err := newMemGuard(t, "", `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576}`, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.get(MetricHeapLive); got != 2*64*mib {
+		t.Fatalf("%s with two guards on one VM = %d MiB, want each counting it (128)", MetricHeapLive, got/mib)
+	}
+	old.Done()
+	old.Done() // once only
+	if got := m.get(MetricHeapLive); got != 64*mib {
+		t.Errorf("%s after the old guard's Done = %d MiB, want 64", MetricHeapLive, got/mib)
+	}
+	if got := m.get(MetricHeapBudget); got != 96*mib {
+		t.Errorf("%s after the old guard's Done = %d MiB, want the new one's 96", MetricHeapBudget, got/mib)
+	}
+	if got := m.get(MetricHeapReserved); got != 0 {
+		t.Errorf("%s after the old guard's Done = %d, want 0 (its stream's reservation withdrawn)", MetricHeapReserved, got)
+	}
+	s.OnHttpStreamDone()
+	old.OnTick()
+	if got, got2 := m.get(MetricHeapReserved), m.get(MetricHeapLive); got != 0 || got2 != 64*mib {
+		t.Errorf("after the old guard's stream ended and it ticked: reserved %d, live %d MiB; want 0 and 64", got, got2/mib)
+	}
+	next.OnTick()
+	if got := m.get(MetricHeapLive); got != 64*mib {
+		t.Errorf("%s after the new guard's tick = %d MiB, want 64", MetricHeapLive, got/mib)
+	}
+}
