@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,7 +97,7 @@ func StartWasm(ctx context.Context, o WasmOptions) (*WasmHost, error) {
 		return nil, err
 	}
 	h := &wasmhost.Handler{Pool: w.pool, Upstream: wasmhost.EchoUpstream{}}
-	w.srv = &http.Server{Handler: h, ConnContext: h.ConnContext, ReadHeaderTimeout: 30 * time.Second}
+	w.srv = &http.Server{Handler: oneAtATime(h), ConnContext: h.ConnContext, ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		if err := w.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(os.Stderr, "ftw: wasm host: %v\n", err)
@@ -107,6 +108,23 @@ func StartWasm(ctx context.Context, o WasmOptions) (*WasmHost, error) {
 	w.Started = time.Since(start)
 	ok = true
 	return w, nil
+}
+
+// oneAtATime serves one request at a time: a request waits until the one
+// before it has been answered in full. go-ftw reads only the status line
+// and headers of a stage's response before it sends its end marker, and
+// without hold_headers_until_inspected the headers leave after phase 3,
+// while phase 4 still reads the body: the marker could then be logged
+// before the stage's response rules (RESPONSE-95x), which go-ftw would not
+// see. go-ftw sends one request at a time, so this orders the log lines
+// without slowing the suite.
+func oneAtATime(h http.Handler) http.Handler {
+	var mu sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Critical returns how many critical lines the plugin or the host logged
