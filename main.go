@@ -65,11 +65,13 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	}
 	if err := p.guard.Start(); err != nil {
 		proxywasm.LogCritical(err.Error())
+		p.waf.Done()
 		return types.OnPluginStartStatusFailed
 	}
 	if p.waf.NeedsTicks() && !p.guard.Ticking() {
 		if err := proxywasm.SetTickPeriodMilliSeconds(filterTickMS); err != nil {
 			proxywasm.LogCritical("setting the tick period: " + err.Error())
+			p.waf.Done()
 			return types.OnPluginStartStatusFailed
 		}
 	}

@@ -32,6 +32,10 @@ type Plugin struct {
 	// (hold.go).
 	held     map[uint32]*stream
 	holdSeen bool
+	// wafKeys are the wafCache entries the plugin holds, released by
+	// Done.
+	wafKeys []string
+	done    bool
 }
 
 // hostRules is what a request's authority selects: a compiled rule set and
@@ -69,6 +73,9 @@ func NewPlugin(cfg *Config) (*Plugin, error) {
 		byHost:     make(map[string]*hostRules, len(cfg.PerAuthorityDirectives)),
 		ops:        cfg.ops,
 	}
+	for _, set := range sets {
+		p.wafKeys = append(p.wafKeys, set.key)
+	}
 	for authority, name := range cfg.PerAuthorityDirectives {
 		p.byHost[httpsyntax.AuthorityHost(authority)] = byName[name]
 	}
@@ -99,11 +106,21 @@ func startLine(sets []string, digest string) string {
 
 // Done records that the plugin's configuration no longer runs here
 // (Envoy replaced or removed it): its waf_filter.config_info gauge goes
-// to 0. The plugin context calls it from OnPluginDone.
+// to 0, and it lets go of its compiled rule sets, which leave the VM's
+// cache unless a newer plugin uses them too. The plugin context calls it
+// from OnPluginDone; a second call does nothing.
 func (p *Plugin) Done() {
+	if p.done {
+		return
+	}
+	p.done = true
 	if c := p.metrics.configInfo; c != 0 {
 		c.Record(0)
 	}
+	for _, key := range p.wafKeys {
+		releaseWAF(key)
+	}
+	p.wafKeys = nil
 }
 
 // rulesFor returns the rule set for a stream: per_route_directives by

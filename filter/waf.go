@@ -15,30 +15,62 @@ import (
 	"github.com/wafguard/wafguard/filter/preselect"
 )
 
-// wafCache holds the WAFs compiled on this VM, keyed by their directives
-// joined with newlines. A configuration update on the same VM (Envoy keeps
-// Go globals across plugin-configuration updates) reuses the WAFs whose
-// directives did not change, and two plugins with the same rules on one VM
-// share one WAF. Entries are never evicted: each distinct rule set costs its
-// compiled size (about 40 MiB for the full CRS) until the VM goes away.
-var wafCache = map[string]coraza.WAF{}
+// wafCache holds the WAFs compiled on this VM that a plugin uses, keyed by
+// their directives joined with newlines (wafKey). A configuration update on
+// the same VM (Envoy keeps Go globals across plugin-configuration updates,
+// and starts the new plugin before the old one is done) reuses the WAFs
+// whose directives did not change, and two plugins with the same rules on
+// one VM share one WAF. wafUsers counts the plugins that hold each entry: a
+// WAF leaves the cache, and Coraza's caches of its compiled operators are
+// released (closeWAF), when the last plugin holding it is done
+// (Plugin.Done). Without that every rule set pushed to a running Envoy
+// would stay in each VM's heap until the VM goes away.
+var (
+	wafCache = map[string]coraza.WAF{}
+	wafUsers = map[string]int{}
+)
 
-// ruleSet is one compiled directives_map entry.
+// holdWAF records one more plugin using the cached WAF of key.
+func holdWAF(key string) { wafUsers[key]++ }
+
+// releaseWAF records that a plugin no longer uses the WAF of key, and
+// drops it from the cache when no plugin does. Transactions still running
+// on it keep their rules: closeWAF only empties Coraza's caches.
+func releaseWAF(key string) {
+	if wafUsers[key]--; wafUsers[key] > 0 {
+		return
+	}
+	delete(wafUsers, key)
+	if waf, ok := wafCache[key]; ok {
+		delete(wafCache, key)
+		closeWAF(waf)
+	}
+}
+
+// ruleSet is one compiled directives_map entry; key is its wafCache key.
 type ruleSet struct {
 	name string
 	waf  coraza.WAF
+	key  string
 }
 
 // buildRuleSets compiles every directives_map entry, in name order, reusing
-// cached WAFs. It makes no host calls.
+// cached WAFs, and holds each (holdWAF) for the plugin, which releases them
+// when it is done. A rule set that does not compile releases those held
+// before it. It makes no host calls.
 func buildRuleSets(cfg *Config) (map[string]ruleSet, error) {
 	sets := make(map[string]ruleSet, len(cfg.DirectivesMap))
 	for _, name := range sortedKeys(cfg.DirectivesMap) {
 		waf, err := compileRuleSet(name, cfg.DirectivesMap[name], cfg.preselection())
 		if err != nil {
+			for _, set := range sets {
+				releaseWAF(set.key)
+			}
 			return nil, err
 		}
-		sets[name] = ruleSet{name: name, waf: waf}
+		key := wafKey(cfg.DirectivesMap[name], cfg.preselection())
+		holdWAF(key)
+		sets[name] = ruleSet{name: name, waf: waf, key: key}
 	}
 	return sets, nil
 }
@@ -80,10 +112,7 @@ func compileRuleSet(name string, directives []string, withPreselection bool) (co
 // (filter/preselect).
 func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	directives := strings.Join(lines, "\n")
-	key := directives
-	if !withPreselection {
-		key = "rule_preselection=false\n" + key
-	}
+	key := wafKey(lines, withPreselection)
 	if waf, ok := wafCache[key]; ok {
 		return waf, nil
 	}
@@ -116,6 +145,15 @@ func compileWAF(lines []string, withPreselection bool) (coraza.WAF, error) {
 	}
 	wafCache[key] = waf
 	return waf, nil
+}
+
+// wafKey is the wafCache key of a rule set.
+func wafKey(lines []string, withPreselection bool) string {
+	key := strings.Join(lines, "\n")
+	if !withPreselection {
+		key = "rule_preselection=false\n" + key
+	}
+	return key
 }
 
 // compilePreselected compiles the directives with the rule preselection;
