@@ -215,6 +215,8 @@ type memGuard struct {
 	// withdrawn: the plugin context is done, and what it added to the
 	// gauges was taken back; they are no longer written.
 	withdrawn bool
+	// published: the gauges carry this guard's figures (publish).
+	published bool
 
 	// shed is set when a stream was refused for memory since the last
 	// tick, ended when an admitted stream ended.
@@ -280,8 +282,7 @@ func (m *memGuard) start(me meter) error {
 	m.heapGauge = me.gauge(MetricHeapLive)
 	m.reservedGauge = me.gauge(MetricHeapReserved)
 	m.budgetGauge = me.gauge(MetricHeapBudget)
-	m.budgetGauge.Add(m.budget)
-	m.refresh()
+	// The gauges start at the first tick or stream (publish).
 	return nil
 }
 
@@ -349,7 +350,7 @@ func (m *memGuard) release(n int64) {
 }
 
 func (m *memGuard) showReserved() {
-	if m.withdrawn {
+	if !m.publish() {
 		return
 	}
 	m.reservedGauge.Add(m.reserved - m.reservedShown)
@@ -376,13 +377,34 @@ func (m *memGuard) tick() {
 
 // refresh publishes the live heap.
 func (m *memGuard) refresh() {
-	if !m.on || m.withdrawn {
-		return
+	if m.publish() {
+		m.showHeap()
 	}
+}
+
+func (m *memGuard) showHeap() {
 	l, _ := m.rt.readHeap()
 	live := int64(l)
 	m.heapGauge.Add(live - m.heapShown)
 	m.heapShown = live
+}
+
+// publish reports whether the guard writes the gauges, and adds its budget
+// to theirs the first time. It does from the first tick or stream on, not
+// from start: Envoy checks each new configuration by starting the plugin
+// in a canary VM that it destroys without OnPluginDone (proxy-wasm's
+// configuration canary), and what that VM added would stay in Envoy's sums
+// for good, one VM's budget and heap more with every configuration pushed.
+func (m *memGuard) publish() bool {
+	if !m.on || m.withdrawn {
+		return false
+	}
+	if !m.published {
+		m.published = true
+		m.budgetGauge.Add(m.budget)
+		m.showHeap()
+	}
+	return true
 }
 
 // withdraw takes back what this guard added to the gauges, which Envoy
@@ -391,9 +413,12 @@ func (m *memGuard) withdraw() {
 	if !m.on || m.withdrawn {
 		return
 	}
+	m.withdrawn = true
+	if !m.published {
+		return
+	}
 	m.heapGauge.Add(-m.heapShown)
 	m.reservedGauge.Add(-m.reservedShown)
 	m.budgetGauge.Add(-m.budget)
 	m.heapShown, m.reservedShown = 0, 0
-	m.withdrawn = true
 }

@@ -88,6 +88,7 @@ func TestMemory_budget(t *testing.T) {
 	if rt.limit != 96*mib || rt.collects != 1 {
 		t.Fatalf("memory limit %d after %d collections, want %d after one", rt.limit, rt.collects, 96*mib)
 	}
+	g.OnTick()
 	if got := m.get(MetricHeapBudget); got != 96*mib {
 		t.Errorf("%s = %d, want %d", MetricHeapBudget, got, 96*mib)
 	}
@@ -481,6 +482,7 @@ func TestMemory_done(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	next.OnTick()
 	if got := m.get(MetricHeapLive); got != 2*64*mib {
 		t.Fatalf("%s with two guards on one VM = %d MiB, want each counting it (128)", MetricHeapLive, got/mib)
 	}
@@ -504,4 +506,44 @@ func TestMemory_done(t *testing.T) {
 	if got := m.get(MetricHeapLive); got != 64*mib {
 		t.Errorf("%s after the new guard's tick = %d MiB, want 64", MetricHeapLive, got/mib)
 	}
+}
+
+// TestMemory_canary: Envoy checks every new configuration by starting the
+// plugin in a VM it destroys at once without OnPluginDone (proxy-wasm's
+// configuration canary). A guard that has started but neither ticked nor
+// seen a stream writes nothing to the gauges, so such a VM leaves nothing
+// in Envoy's sums; the guard that serves writes its figures from its
+// first tick, or its first stream.
+func TestMemory_canary(t *testing.T) {
+	rt := &fakeRuntime{heap: 64 * mib}
+	h, m, inner := &fakeHost{}, newFakeMetrics(), &innerFactory{}
+	cfg := `{"max_heap_bytes": 100663296, "stream_reserve_bytes": 1048576}`
+	if _, err := newMemGuard(t, "", cfg, rt, h, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{MetricHeapLive, MetricHeapBudget, MetricHeapReserved} {
+		if got := m.get(name); got != 0 {
+			t.Errorf("%s after a start alone = %d, want 0", name, got)
+		}
+	}
+	ticked, err := newMemGuard(t, "", cfg, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticked.OnTick()
+	if live, budget := m.get(MetricHeapLive), m.get(MetricHeapBudget); live != 64*mib || budget != 96*mib {
+		t.Errorf("after a tick: live %d MiB, budget %d MiB; want 64 and 96 (one VM's)", live/mib, budget/mib)
+	}
+	streamed, err := newMemGuard(t, "", cfg, rt, h, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, act := memStream(streamed, h, inner, cl(1000))
+	if act != types.ActionContinue {
+		t.Fatalf("stream refused: %+v", h.replies)
+	}
+	if reserved, budget := m.get(MetricHeapReserved), m.get(MetricHeapBudget); reserved == 0 || budget != 2*96*mib {
+		t.Errorf("after a stream: reserved %d, budget %d MiB; want the stream's reservation and two budgets (192)", reserved, budget/mib)
+	}
+	s.OnHttpStreamDone()
 }
