@@ -45,6 +45,11 @@ type Setup struct {
 	ComponentLogLevels string
 	// Args are more arguments for Envoy.
 	Args []string
+	// VMs is how many VMs of the plugin Launch waits for; 0 means
+	// Workers+1 (one per worker and the main thread's), less than 0 none
+	// (an Envoy that serves without them, such as one whose first filter
+	// configuration was refused).
+	VMs int
 	// Wait bounds the wait until Envoy serves; 0 means 4 minutes (V8
 	// compiles the whole module before the first VM starts: tens of
 	// seconds on a busy 2-core machine).
@@ -131,7 +136,11 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 	l := &Launched{Process: p, Listen: listen, Version: v, Binary: bin, ExtensionConfigDir: ecds, dir: dir}
 	wctx, cancel := context.WithTimeout(ctx, s.Wait)
 	defer cancel()
-	if err := p.WaitServing(wctx, s.Workers+1); err != nil {
+	vms := s.VMs
+	if vms == 0 {
+		vms = s.Workers + 1
+	}
+	if err := p.WaitServing(wctx, vms); err != nil {
 		l.Stop()
 		return nil, fmt.Errorf("Envoy %s (%s): %w", v, bin, err)
 	}
