@@ -82,6 +82,8 @@ type ServerResult struct {
 	FalsePositives int `json:"false_positives"`
 	FalseNegatives int `json:"false_negatives"`
 	Errors         int `json:"errors"`
+	// HTTP10 is the run of HTTP/1.0 clients (-http10), after the loads.
+	HTTP10 *HTTP10Result `json:"http10,omitempty"`
 }
 
 // Tally fills the false positive and negative counts from the runs.
@@ -225,6 +227,8 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 
+	r.http10Table(&b)
+
 	b.WriteString("## Per class (both runs)\n\n| server | class | passed | blocked | 429 | other | errors |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Servers {
 		if s.Closed == nil {
@@ -251,6 +255,57 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// http10Table writes the runs of HTTP/1.0 clients (-http10), with the
+// rate beside nginx + ModSecurity's.
+func (r *Report) http10Table(b *strings.Builder) {
+	var modsec *HTTP10Result
+	if s := r.server(IDNginxModSec); s != nil {
+		modsec = s.HTTP10
+	}
+	header := false
+	for _, s := range r.Servers {
+		h := s.HTTP10
+		if h == nil {
+			continue
+		}
+		if !header {
+			header = true
+			fmt.Fprintf(b, "## HTTP/1.0 clients\n\n`GET %s HTTP/1.0`, %d requests, %d clients at once, each on a connection of its own read until the server closes it, as ApacheBench (`ab -c %d -n %d`) sends them; after the load runs. Rate: requests completed (closed) per second. A server that waits for the client to close after its answer (Envoy after a reply of its own: `delayed_close_timeout`, 1 s by default) completes each such request only when that wait ends.\n\n", h.Target, h.Requests, h.Conns, h.Conns, h.Requests)
+			b.WriteString("| server | answers | no answer | not closed | req/s | vs nginx+ModSec | p50 ms to the answer | p50 ms to the close | p99 ms to the close |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		}
+		vs := "-"
+		if modsec != nil {
+			vs = ratio(h.Rate, modsec.Rate)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s |\n", s.ID, codesOf(h.Codes), h.Errors, h.Unclosed, rps(h.Rate), vs, ms(h.Answer.P50), ms(h.Close.P50), ms(h.Close.P99))
+	}
+	if header {
+		b.WriteString("\n")
+	}
+}
+
+// codesOf formats status counts as "403: 2000, 200: 3", most first.
+func codesOf(c map[int]int) string {
+	codes := make([]int, 0, len(c))
+	for code := range c {
+		codes = append(codes, code)
+	}
+	slices.SortFunc(codes, func(a, b int) int {
+		if c[a] != c[b] {
+			return c[b] - c[a]
+		}
+		return a - b
+	})
+	parts := make([]string, len(codes))
+	for i, code := range codes {
+		parts[i] = fmt.Sprintf("%d: %d", code, c[code])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // unloadedTable writes the latency of the idle servers per shape: the p50

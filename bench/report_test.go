@@ -124,3 +124,32 @@ func TestServerResult_tally(t *testing.T) {
 		t.Errorf("got FP %d FN %d errors %d, want 1 1 1", s.FalsePositives, s.FalseNegatives, s.Errors)
 	}
 }
+
+// TestReport_http10: the HTTP/1.0 table has a row per server that ran it,
+// with its answers by count and its rate beside nginx + ModSecurity's,
+// and no table at all when none ran it.
+func TestReport_http10(t *testing.T) {
+	r := &Report{Pool: PoolInfo{Classes: map[string]int{}}}
+	for _, id := range []string{IDEnvoyCRS, IDNginxModSec, IDCoraza} {
+		r.Servers = append(r.Servers, &ServerResult{ID: id, WAF: true, Closed: fakeRun(10, 10, 0)})
+	}
+	if md := r.Markdown(); strings.Contains(md, "## HTTP/1.0 clients") {
+		t.Errorf("a table without a run:\n%s", md)
+	}
+	r.server(IDEnvoyCRS).HTTP10 = &HTTP10Result{Target: HTTP10Target, Requests: 2000, Conns: 100, Codes: map[int]int{403: 1998, 200: 2}, Errors: 1,
+		Rate: 99.5, Answer: Latency{P50: 1.5}, Close: Latency{P50: 1004, P99: 1150}}
+	r.server(IDNginxModSec).HTTP10 = &HTTP10Result{Target: HTTP10Target, Requests: 2000, Conns: 100, Codes: map[int]int{403: 2000}, Rate: 199, Answer: Latency{P50: 4.2}, Close: Latency{P50: 4.3, P99: 9}}
+	md := r.Markdown()
+	for _, want := range []string{
+		"`GET /?a=%22%3E%3Cscript HTTP/1.0`, 2000 requests, 100 clients at once",
+		"| envoy-crs | 403: 1998, 200: 2 | 1 | 0 | 99.5 | 0.50x | 1.50 | 1004 | 1150 |",
+		"| nginx-modsec | 403: 2000 | 0 | 0 | 199 | 1.00x | 4.20 | 4.30 | 9.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| coraza | 403") {
+		t.Errorf("a row for a server that did not run it:\n%s", md)
+	}
+}

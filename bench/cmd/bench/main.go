@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -109,6 +110,7 @@ type options struct {
 	vmEnv              string
 	unloaded           int
 	unloadedAlone      string
+	http10, http10Conn int
 }
 
 func run() int {
@@ -140,6 +142,8 @@ func run() int {
 	flag.StringVar(&o.vmEnv, "vm-env", "", "comma-separated NAME=value environment variables of the WAF's VMs, e.g. GOGC=200 (the pass-through plugin gets none)")
 	flag.IntVar(&o.unloaded, "unloaded", 2, "passes over the pool one request at a time, each block of "+strconv.Itoa(bench.UnloadedBlock)+" requests to every server in turn, before the load runs, for the unloaded latency per class (0: none; no new pass after a minute per server)")
 	flag.StringVar(&o.unloadedAlone, "unloaded-alone", "", "comma-separated classes ("+strings.Join(bench.Shapes, ", ")+") measured once more after the unloaded run: the pool's requests of those classes only, each following requests of those classes, not the mix's others (\"\": none)")
+	flag.IntVar(&o.http10, "http10", 0, "after each server's load runs, this many HTTP/1.0 requests of the XSS probe "+bench.HTTP10Target+" made as ApacheBench makes them (a connection each, read until the server closes it; 0: none)")
+	flag.IntVar(&o.http10Conn, "http10-conns", 100, "HTTP/1.0 clients at once in the -http10 run (ab -c)")
 	flag.BoolVar(&o.verify, "verify", true, "check the pool against native Coraza first and stop on any false positive or negative")
 	flag.Parse()
 	if o.quick {
@@ -514,6 +518,19 @@ func measure(ctx context.Context, s *bench.Server, run *bench.Running, env *benc
 	res.PeakRSSMB = float64(u1.PeakRSSKB) / 1024
 	res.Processes = u1.PIDs
 	res.Tally()
+	if o.http10 > 0 {
+		u, err := url.Parse(run.URL)
+		if err != nil {
+			return err
+		}
+		logf("%s HTTP/1.0: %d requests of %s, %d clients at once, each read until the server closes", tag, o.http10, bench.HTTP10Target, o.http10Conn)
+		h, err := bench.RunHTTP10(ctx, bench.HTTP10Options{Addr: u.Host, Host: "localhost", Requests: o.http10, Conns: o.http10Conn, Timeout: o.timeout})
+		if err != nil {
+			return fmt.Errorf("HTTP/1.0 run: %w", err)
+		}
+		res.HTTP10 = h
+		logf("%s HTTP/1.0: %.1f req/s; answers %v, no answer %d, not closed %d; p50 until the answer %.2f ms, until the close %.2f ms", tag, h.Rate, h.Codes, h.Errors, h.Unclosed, h.Answer.P50, h.Close.P50)
+	}
 	fn := "n/a"
 	if s.WAF {
 		fn = strconv.Itoa(res.FalseNegatives)
