@@ -69,11 +69,23 @@ func tail(b []byte, n int) string {
 // line as the action list and fails ("Expecting an action").
 var chainedWithoutActions = regexp.MustCompile(`(?m)^(\s*SecRule\s+\S+\s+"[^"]*")[ \t]*$`)
 
+// ctlXMLAttributes matches a ctl removal of the XML attribute targets
+// (`ctl:ruleRemoveTargetByTag=attack-xss;XML://@*`), which ModSecurity
+// v3.0.9's parser refuses ("Expecting an action, got: @*"). The CRS's rule
+// 901181 makes these removals only while tx.crs_xml_attr_inspect is 0, and
+// the setup WriteCRS writes sets it to 1, so the rule never acts: its
+// removals are written with the target XML:/*, which the parser reads, and
+// ModSecurity evaluates the same rules the plugin does.
+var ctlXMLAttributes = regexp.MustCompile(`(ctl:ruleRemoveTargetBy(?:Id|Tag|Msg)=[^;,"\s]+);XML://@\*`)
+
+// attrInspectOn is the setup's setting that keeps rule 901181 from acting.
+const attrInspectOn = "setvar:'tx.crs_xml_attr_inspect=1'"
+
 // WriteCRS writes the CRS release the plugin embeds (package rules) for
 // ModSecurity into dir: crs-setup.conf (the plugin's setup: the release's
 // template and XML attribute inspection on) and rules/ with every *.conf and
 // *.data file. It returns how many rule files it rewrote for ModSecurity's
-// parser.
+// parser (chainedWithoutActions, ctlXMLAttributes).
 func WriteCRS(dir string) (int, error) {
 	ruleDir := filepath.Join(dir, "rules")
 	if err := os.MkdirAll(ruleDir, 0o755); err != nil {
@@ -86,6 +98,9 @@ func WriteCRS(dir string) (int, error) {
 	own, err := fs.ReadFile(rules.FS, rules.CRSSetup)
 	if err != nil {
 		return 0, err
+	}
+	if !strings.Contains(string(own), attrInspectOn) {
+		return 0, fmt.Errorf("CRS: %s does not set %s, which writing the XML attribute removals for ModSecurity relies on", rules.CRSSetup, attrInspectOn)
 	}
 	include := "Include " + rules.CRSSetupExample + "\n"
 	if !strings.Contains(string(own), "\n"+include) {
@@ -111,6 +126,7 @@ func WriteCRS(dir string) (int, error) {
 		}
 		if strings.HasSuffix(name, ".conf") {
 			fixed := chainedWithoutActions.ReplaceAll(b, []byte(`$1 "t:none"`))
+			fixed = ctlXMLAttributes.ReplaceAll(fixed, []byte(`$1;XML:/*`))
 			if string(fixed) != string(b) {
 				rewritten++
 			}
