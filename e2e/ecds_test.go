@@ -414,10 +414,15 @@ func (l *pacedLoad) halt() {
 func (l *pacedLoad) since(t0 time.Time) []shot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []shot
-	for _, s := range l.shots {
-		if !s.sent.Before(t0) {
-			out = append(out, s)
+	return from(l.shots, t0, func(s shot) time.Time { return s.sent })
+}
+
+// from returns the items of xs whose time (at) is t0 or later.
+func from[T any](xs []T, t0 time.Time, at func(T) time.Time) []T {
+	var out []T
+	for _, x := range xs {
+		if !at(x).Before(t0) {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -894,13 +899,7 @@ func (cp *controlPlane) push(t *testing.T, v string, c *corev3.TypedExtensionCon
 func (cp *controlPlane) since(t0 time.Time) []cpRequest {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	var out []cpRequest
-	for _, r := range cp.requests {
-		if !r.at.Before(t0) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return from(cp.requests, t0, func(r cpRequest) time.Time { return r.at })
 }
 
 // wait waits until Envoy sent, at or after t0, a request that ok accepts.
