@@ -68,9 +68,10 @@ func TestAdmission_perVMCap(t *testing.T) {
 	held[1].End()
 }
 
-// TestAdmission_memory: the memory guard in the built plugin: the budget
-// gauge adds max_heap_bytes, or GOMEMLIMIT from vm_config's environment
-// when set; a body that alone can never fit the budget is answered 413
+// TestAdmission_memory: the memory guard in the built plugin: the gauges
+// stay untouched until the VM's first tick or stream (Envoy's configuration
+// canary VM gets neither), then the budget gauge adds max_heap_bytes, or
+// GOMEMLIMIT from vm_config's environment when set; a body that alone can never fit the budget is answered 413
 // before any WAF work; the reservation gauge returns to 0; a budget the rule
 // sets already fill refuses the plugin start, naming the key.
 func TestAdmission_memory(t *testing.T) {
@@ -79,8 +80,14 @@ func TestAdmission_memory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range []string{"wafguard_memory_budget_bytes", "wafguard_memory_heap_live_bytes"} {
+		if got := metric(t, vm, name); got != 0 {
+			t.Errorf("%s %d after the start alone, want 0", name, got)
+		}
+	}
+	vm.Tick()
 	if got := metric(t, vm, "wafguard_memory_budget_bytes"); got != 256<<20 {
-		t.Errorf("budget gauge %d, want %d", got, 256<<20)
+		t.Errorf("budget gauge %d after a tick, want %d", got, 256<<20)
 	}
 	live := metric(t, vm, "wafguard_memory_heap_live_bytes")
 	t.Logf("live heap after start, one-line rule set: %d KiB", live>>10)
@@ -117,6 +124,10 @@ func TestAdmission_memory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := metric(t, vm, "wafguard_memory_budget_bytes") - before; got != 0 {
+		t.Errorf("budget gauge added by a VM that has not ticked: %d, want 0", got)
+	}
+	vm.Tick()
 	if got := metric(t, vm, "wafguard_memory_budget_bytes") - before; got != 300<<20 {
 		t.Errorf("budget gauge added by a VM with GOMEMLIMIT=300MiB: %d, want %d", got, 300<<20)
 	}
