@@ -761,6 +761,43 @@ func TestEnvoy_ecdsFile(t *testing.T) {
 		t.Errorf("%s after the burst: %d, want 0", inflightGauge, v)
 	}
 	t.Logf("after %d configurations: 12 requests at once got %v, the upstream held at most %d (the cap %d); %s back at 0", pushes+2, codes, up.peak.Load(), limit, inflightGauge)
+
+	// An empty configuration ({}) is the plugin's defaults, not a refusal:
+	// the whole CRS blocks, the operator's own rules (the canary) are gone.
+	before = counters()
+	t0 = push("empty", "{}")
+	// Without metric_labels the gauge carries no env label.
+	emptyInfo := "wasmcustom.waf_filter.config_info_config=" + digest("{}")
+	if _, ok := waitStat(t, admin, emptyInfo, enforceBound, func(v int) bool { return v >= 1 }); !ok {
+		t.Fatalf("an empty configuration: %s never reached 1; ECDS counters that changed: %s", emptyInfo, changed(before, counters(), ecdsStats))
+	}
+	// Each request on a new connection: with the exact balance they take
+	// turns over the workers, and 4 in a row without the canary rule
+	// cover both. Benign and attack answers must be right throughout.
+	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	lastCanary := fmt.Sprintf("n%d", pushes-1) // the last push's canary rule answered it 418
+	var benign, attack, canary shot
+	for gone, end := 0, time.Now().Add(enforceBound); gone < 4; time.Sleep(50 * time.Millisecond) {
+		benign, attack, canary = load.one(cl, 0, "benign", ""), load.one(cl, 0, "attack", ""), load.one(cl, 0, "canary", lastCanary)
+		if benign.status != 200 || attack.status != 403 {
+			t.Errorf("after an empty configuration: benign %d (%v), attack %d (%v); want 200 and 403 (the default CRS)", benign.status, benign.err, attack.status, attack.err)
+			break
+		}
+		if gone++; canary.status != 200 {
+			gone = 0
+		}
+		if time.Now().After(end) {
+			t.Errorf("after an empty configuration: the canary rule still answers (%d, %v) %s after the push", canary.status, canary.err, enforceBound)
+			break
+		}
+	}
+	emptyTook := time.Since(t0)
+	after = counters()
+	if after[ecdsStats+"update_success"] != before[ecdsStats+"update_success"]+1 || after[ecdsStats+"update_rejected"] != before[ecdsStats+"update_rejected"] {
+		t.Errorf("an empty configuration: ECDS counters that changed: %s; want it accepted", changed(before, after, ecdsStats))
+	}
+	t.Logf("an empty configuration: accepted, in force after %s (%s at 1), the defaults: benign %d, attack %d, canary %d",
+		emptyTook.Round(time.Millisecond), emptyInfo, benign.status, attack.status, canary.status)
 }
 
 // ecdsDumpVersion returns the version_info of the ECDS filter
