@@ -76,7 +76,7 @@ func (s *http10Server) serve(c net.Conn) {
 }
 
 func TestRunHTTP10(t *testing.T) {
-	const linger = 150 * time.Millisecond
+	const linger = 300 * time.Millisecond
 	s := startHTTP10Server(t, linger)
 	addr := s.ln.Addr().String()
 	ctx := context.Background()
