@@ -375,11 +375,13 @@ func (m *memGuard) tick() {
 	m.refresh()
 }
 
-// refresh publishes the live heap.
+// refresh publishes the live heap (the first publication reads it).
 func (m *memGuard) refresh() {
-	if m.publish() {
+	if m.published && !m.withdrawn {
 		m.showHeap()
+		return
 	}
+	m.publish()
 }
 
 func (m *memGuard) showHeap() {

@@ -71,8 +71,8 @@ func TestAdmission_perVMCap(t *testing.T) {
 // TestAdmission_memory: the memory guard in the built plugin: the gauges
 // stay untouched until the VM's first tick or stream (Envoy's configuration
 // canary VM gets neither), then the budget gauge adds max_heap_bytes, or
-// GOMEMLIMIT from vm_config's environment when set; a body that alone can never fit the budget is answered 413
-// before any WAF work; the reservation gauge returns to 0; a budget the rule
+// GOMEMLIMIT from vm_config's environment when set; a body that alone can
+// never fit the budget is answered 413 before any WAF work; the reservation gauge returns to 0; a budget the rule
 // sets already fill refuses the plugin start, naming the key.
 func TestAdmission_memory(t *testing.T) {
 	m := compile(t, 1)
