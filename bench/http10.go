@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -140,11 +141,9 @@ func http10Request(ctx context.Context, addr, req string, timeout time.Duration)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if _, err := io.Copy(io.Discard, r); err != nil {
-		if errors.Is(err, net.ErrClosed) || isReset(err) {
-			// A reset after the answer ends the connection too.
-			return code, answer, time.Since(t0), nil
-		}
+	if _, err := io.Copy(io.Discard, r); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		// A reset after the answer ends the connection too; a timeout
+		// does not.
 		return code, answer, 0, err
 	}
 	return code, answer, time.Since(t0), nil
@@ -161,8 +160,4 @@ func statusOf(line string) (int, error) {
 		return 0, fmt.Errorf("http10: not a status line: %q", line)
 	}
 	return code, nil
-}
-
-func isReset(err error) bool {
-	return strings.Contains(err.Error(), "connection reset by peer")
 }

@@ -25,10 +25,7 @@ const (
 // ModSecurity v3 module with apt-get, unless they are present. It runs
 // `apt-get update` once before installing. log gets one line per step.
 func EnsureNginx(modsec bool, log func(string)) (string, error) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-	}
+	bin := nginxBinary()
 	_, binErr := os.Stat(bin)
 	_, modErr := os.Stat(ModSecurityModule)
 	if binErr == nil && (!modsec || modErr == nil) {
@@ -54,6 +51,15 @@ func EnsureNginx(modsec bool, log func(string)) (string, error) {
 		return "", fmt.Errorf("nginx still missing at %s after apt-get install", bin)
 	}
 	return bin, nil
+}
+
+// nginxBinary is nginx on the PATH, else Debian's /usr/sbin/nginx (not
+// on a user's PATH), which may not exist.
+func nginxBinary() string {
+	if bin, err := exec.LookPath("nginx"); err == nil {
+		return bin
+	}
+	return "/usr/sbin/nginx"
 }
 
 func tail(b []byte, n int) string {

@@ -69,10 +69,7 @@ func TestNginxConfig(t *testing.T) {
 // writes for it (nginx -t), where nginx and its ModSecurity module are
 // installed; a rule it cannot parse stops nginx-modsec from starting.
 func TestWriteModSecurity_nginxParses(t *testing.T) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-	}
+	bin := nginxBinary()
 	if _, err := os.Stat(bin); err != nil {
 		t.Skip("nginx is not installed")
 	}
