@@ -174,26 +174,24 @@ func launchFrom(t *testing.T, s envoy.Setup, edit func(b *bootstrapv3.Bootstrap)
 // words: Envoy's log under load is mostly access log, which the
 // process's own tail would let the lines that matter scroll out of.
 type lineKeeper struct {
-	words   []string
-	mu      sync.Mutex
-	partial string
-	lines   []string
+	*envoy.LineWriter
+	mu    sync.Mutex
+	lines []string
 }
 
-func (k *lineKeeper) Write(b []byte) (int, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	parts := strings.Split(k.partial+string(b), "\n")
-	k.partial = parts[len(parts)-1]
-	for _, l := range parts[:len(parts)-1] {
-		for _, w := range k.words {
+func newLineKeeper(words ...string) *lineKeeper {
+	k := &lineKeeper{}
+	k.LineWriter = envoy.NewLineWriter(func(l string) {
+		for _, w := range words {
 			if strings.Contains(l, w) {
+				k.mu.Lock()
 				k.lines = append(k.lines, l)
-				break
+				k.mu.Unlock()
+				return
 			}
 		}
-	}
-	return len(b), nil
+	})
+	return k
 }
 
 // find returns the kept lines that contain every one of words.
@@ -610,7 +608,7 @@ func TestEnvoy_ecdsFile(t *testing.T) {
 		pushes = v
 	}
 	up := startUpstream(t, time.Second)
-	logs := &lineKeeper{words: []string{"][critical]", "][error]", "][warning]", "waf: started"}}
+	logs := newLineKeeper("][critical]", "][error]", "][warning]", "waf: started")
 	shipped, err := envoy.LoadExtensionConfig(filepath.Join(envoy.ExtensionConfigDir(ecdsBootstrap), "wafguard.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -1070,7 +1068,7 @@ func TestEnvoy_ecdsControlPlane(t *testing.T) {
 	}
 	cp := startControlPlane(t, b.GetNode().GetId())
 	cp.push(t, "1", withConfiguration(t, shipped, "1", base).Config)
-	logs := &lineKeeper{words: []string{"][critical]", "][error]", "][warning]", "waf: started"}}
+	logs := newLineKeeper("][critical]", "][error]", "][warning]", "waf: started")
 	e := launchFrom(t, envoy.Setup{Bootstrap: ecdsBootstrap, Module: modA, Upstream: up.addr, Workers: workers, BaseID: 600 + os.Getpid()%1000},
 		func(b *bootstrapv3.Bootstrap) error { return pointAt(b, cp.addr) }, logs)
 	admin := e.AdminURL()
@@ -1245,7 +1243,7 @@ func TestEnvoy_ecdsStart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "wafguard.yaml"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	crit := &lineKeeper{words: []string{"][critical]"}}
+	crit := newLineKeeper("][critical]")
 	e, err = envoy.Launch(ctx, envoy.Setup{
 		Bootstrap: ecdsBootstrap, ExtensionConfigs: dir, Module: plugintest.Path(), Upstream: up.addr,
 		Workers: 2, BaseID: baseID + 1, Wait: envoyStartTimeout, VMs: -1, Log: crit,

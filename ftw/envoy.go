@@ -72,7 +72,7 @@ func StartEnvoy(ctx context.Context, o EnvoyOptions) (*EnvoyHost, error) {
 	go e.up.Serve(ln)
 	e.Envoy, err = envoy.Launch(ctx, envoy.Setup{
 		Bootstrap: o.Bootstrap, Module: o.Wasm, Upstream: ln.Addr().String(), Workers: o.Workers,
-		Log: io.MultiWriter(f, e.crit),
+		Log: io.MultiWriter(f, e.crit.writer()),
 		Edit: func(b *bootstrapv3.Bootstrap) error {
 			n, err := envoy.EditPlugins(b, func(pc *wasmv3.PluginConfig) error {
 				return envoy.SetConfiguration(pc, string(o.Config))
@@ -112,27 +112,22 @@ func (e *EnvoyHost) Close() {
 
 // criticalLines counts the lines of Envoy's log at level critical.
 type criticalLines struct {
-	mu      sync.Mutex
-	n       int64
-	last    string
-	partial string
+	mu   sync.Mutex
+	n    int64
+	last string
 }
 
-func (c *criticalLines) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	lines := strings.Split(c.partial+string(b), "\n")
-	c.partial = lines[len(lines)-1]
-	for _, l := range lines[:len(lines)-1] {
-		if strings.Contains(l, "][critical][") {
-			c.n++
-			c.last = l
+// writer returns the io.Writer that counts the lines of a log.
+func (c *criticalLines) writer() *envoy.LineWriter {
+	return envoy.NewLineWriter(func(l string) {
+		if !strings.Contains(l, "][critical][") {
+			return
 		}
-	}
-	if len(c.partial) > 1<<20 {
-		c.partial = ""
-	}
-	return len(b), nil
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.n++
+		c.last = l
+	})
 }
 
 func (c *criticalLines) get() (int64, string) {
