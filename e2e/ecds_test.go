@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -257,39 +257,17 @@ func adminStats(t *testing.T, admin, filter string) map[string]int {
 
 // readStats is adminStats for any goroutine.
 func readStats(admin, filter string) (map[string]int, error) {
-	c := &http.Client{Timeout: 60 * time.Second}
-	resp, err := c.Get(admin + "/stats?filter=" + url.QueryEscape(filter))
-	if err != nil {
-		return nil, fmt.Errorf("/stats: %w", err)
-	}
-	defer resp.Body.Close()
-	out := map[string]int{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ": ")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-			out[k] = n
-		}
-	}
-	return out, sc.Err()
+	return envoy.AdminStats(&http.Client{Timeout: 60 * time.Second}, admin, filter)
 }
 
 // stat returns one counter or gauge of /stats, -1 when it is not there.
 func stat(t *testing.T, admin, name string) int {
 	t.Helper()
-	n, ok := adminStats(t, admin, "^"+regexpQuote(name)+"$")[name]
+	n, ok := adminStats(t, admin, "^"+regexp.QuoteMeta(name)+"$")[name]
 	if !ok {
 		return -1
 	}
 	return n
-}
-
-func regexpQuote(s string) string {
-	r := strings.NewReplacer(`.`, `\.`, `=`, `=`, `+`, `\+`, `(`, `\(`, `)`, `\)`)
-	return r.Replace(s)
 }
 
 // waitStat waits until a stat satisfies ok, and returns its last value.
@@ -631,7 +609,7 @@ func TestEnvoy_ecdsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := e.AdminURL()
-	t.Logf("Envoy %s from %s, %d workers: serving after %s; the ECDS stats: %v", e.Version, ecdsBootstrap, workers, e.Serving.Round(time.Millisecond), adminStats(t, admin, "^"+regexpQuote(ecdsStats)))
+	t.Logf("Envoy %s from %s, %d workers: serving after %s; the ECDS stats: %v", e.Version, ecdsBootstrap, workers, e.Serving.Round(time.Millisecond), adminStats(t, admin, "^"+regexp.QuoteMeta(ecdsStats)))
 	if v := stat(t, admin, configInfo+digest(cur)); v != 1 {
 		t.Fatalf("config_info of the first configuration %s: %d, want 1", digest(cur), v)
 	}
@@ -678,7 +656,7 @@ func TestEnvoy_ecdsFile(t *testing.T) {
 		{"a rule set that does not compile", pluginJSON(t, base, limit, canaryRule("v1", 1000101), `SecRule ARGS "@rx (" "id:1000102,phase:2,deny"`), `directives_map["crs"]`},
 		{"an unknown key", strings.Replace(cur, `"admission"`, `"admision_typo": {}, "admission"`, 1), `unknown key "admision_typo"`},
 	}
-	counters := func() map[string]int { return adminStats(t, admin, "^"+regexpQuote(ecdsStats)) }
+	counters := func() map[string]int { return adminStats(t, admin, "^"+regexp.QuoteMeta(ecdsStats)) }
 	for _, b := range bad {
 		before := counters()
 		tb := push("bad", b.js)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,18 +165,35 @@ func (p *Process) Stat(c *http.Client, name string) (int, error) {
 // AdminStat returns the value of one counter or gauge from the /stats of
 // the admin interface at adminURL (http://host:port).
 func AdminStat(c *http.Client, adminURL, name string) (int, error) {
-	resp, err := c.Get(adminURL + "/stats?filter=^" + strings.ReplaceAll(name, ".", `\.`) + "$")
+	m, err := AdminStats(c, adminURL, "^"+regexp.QuoteMeta(name)+"$")
 	if err != nil {
 		return 0, err
 	}
+	n, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("envoy: no stat %s", name)
+	}
+	return n, nil
+}
+
+// AdminStats returns the counters and gauges of the admin interface's
+// /stats whose names match the regular expression filter.
+func AdminStats(c *http.Client, adminURL, filter string) (map[string]int, error) {
+	resp, err := c.Get(adminURL + "/stats?filter=" + url.QueryEscape(filter))
+	if err != nil {
+		return nil, fmt.Errorf("envoy: /stats: %w", err)
+	}
 	defer resp.Body.Close()
+	out := map[string]int{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ": "); ok && k == name {
-			return strconv.Atoi(strings.TrimSpace(v))
+		if k, v, ok := strings.Cut(sc.Text(), ": "); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				out[k] = n
+			}
 		}
 	}
-	return 0, fmt.Errorf("envoy: no stat %s", name)
+	return out, sc.Err()
 }
 
 // RSS returns the process's resident memory in bytes (/proc/PID/status).
