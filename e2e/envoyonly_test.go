@@ -210,6 +210,11 @@ func TestEnvoy_workers(t *testing.T) {
 			}
 			rss2, _ := e.RSS()
 			t.Logf("--concurrency %d: pageheap_free %d MiB, RSS %d MiB once freed pages were given back", workers, free>>20, rss2>>20)
+			mem, err := envoy.ReadMemory(&http.Client{Timeout: 5 * time.Second}, e.PID(), e.Binary, e.AdminURL())
+			if err != nil {
+				t.Errorf("memory breakdown: %v", err)
+			}
+			t.Logf("--concurrency %d: %s", workers, mem)
 
 			codes, retryAfter := map[int]int{}, 0
 			for _, a := range together(t, tries, func(i int) string { return fmt.Sprintf("http://%s/slow/%d", capAddr, i) }) {
