@@ -195,8 +195,8 @@ func TestEnvoy_workers(t *testing.T) {
 			if err != nil {
 				t.Errorf("VMs active: %v", err)
 			}
-			t.Logf("Envoy %s, --concurrency %d: serving with %d VMs active after %s; RSS %d MiB; first request per worker %v",
-				e.Version, workers, vms, e.Serving.Round(time.Millisecond), rss>>20, first)
+			t.Logf("Envoy %s, --concurrency %d: /ready LIVE after %s, serving with %d VMs active after %s; RSS %d MiB; first request per worker %v",
+				e.Version, workers, e.Ready.Round(time.Millisecond), vms, e.Serving.Round(time.Millisecond), rss>>20, first)
 			// The bootstrap's memory_allocator_manager gives back, every
 			// second, the pages V8's compiler freed (30-54 MiB without it).
 			free := -1

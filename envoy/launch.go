@@ -67,8 +67,10 @@ type Launched struct {
 	// Binary is the binary's path.
 	Binary string
 	// Serving is how long Envoy took from start until it served with
-	// every VM (WaitServing).
-	Serving time.Duration
+	// every VM (WaitServing); Ready until its /ready first said LIVE
+	// (sampled every 100 ms), which can come before every worker's VM
+	// has started.
+	Serving, Ready time.Duration
 	// ExtensionConfigDir is the directory Envoy watches for the files of
 	// its config_discovery filters, empty when it has none: ReplaceFile
 	// there changes a filter's configuration.
@@ -145,6 +147,7 @@ func Launch(ctx context.Context, s Setup) (*Launched, error) {
 		return nil, fmt.Errorf("Envoy %s (%s): %w", v, bin, err)
 	}
 	l.Serving = time.Since(p.Started)
+	l.Ready = p.readyAt.Sub(p.Started)
 	return l, nil
 }
 

@@ -21,6 +21,8 @@ import (
 type Process struct {
 	*Proc
 	admin string // http://host:port of the admin interface
+	// readyAt is when WaitServing first found /ready LIVE.
+	readyAt time.Time
 }
 
 // Proc is a process started by StartProc, in a process group of its own,
@@ -131,6 +133,9 @@ func (p *Process) WaitServing(ctx context.Context, vms int) error {
 			return fmt.Errorf("envoy exited (%v) before serving; log:\n%s", err, p.LastLines(30))
 		}
 		if ready(c, p.admin+"/ready") {
+			if p.readyAt.IsZero() {
+				p.readyAt = time.Now()
+			}
 			if vms <= 0 {
 				return nil
 			}
