@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
@@ -64,4 +65,36 @@ func TestWAFCache_release(t *testing.T) {
 			t.Errorf("preselection %v: the rule set of a refused configuration stays cached", preselection)
 		}
 	}
+}
+
+// TestCompileWAF_collects: a preselected compile collects twice, once the
+// plan's texts and once Coraza's parse are garbage, so that a VM keeps
+// the peak of its start near what the WAF holds (a wasm VM's linear memory
+// never shrinks); a compile without the preselection adds none of its own.
+func TestCompileWAF_collects(t *testing.T) {
+	quietLogs(t)
+	lines := []string{"SecRuleEngine On", `SecRule ARGS "@rx wafcache-collect" "id:4243004,phase:1,deny,status:403"`}
+	for _, preselection := range []bool{true, false} {
+		delete(wafCache, wafKey(lines, preselection))
+		before := gcCount()
+		waf, err := compileWAF(lines, preselection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gcCount() - before
+		delete(wafCache, wafKey(lines, preselection))
+		closeWAF(waf)
+		if preselection && got < 2 {
+			t.Errorf("a preselected compile ran %d collections, want at least 2", got)
+		}
+		if !preselection && got > 1 {
+			t.Errorf("a compile without the preselection ran %d collections, want none of its own", got)
+		}
+	}
+}
+
+func gcCount() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumGC
 }

@@ -73,10 +73,15 @@ func PlanJumps(s *RuleSet) *JumpPlan { return s.plan(false) }
 // (leftout.go).
 func PlanLeavingOut(s *RuleSet) *JumpPlan { return s.plan(true) }
 
+// plan runs once per rule set: it lets go of the texts read (data) when
+// it is done, so that they are not held while the rule set compiles; the
+// plan keeps the texts it rewrote or took over (JumpPlan.ReadFile). A
+// second call plans nothing.
 func (s *RuleSet) plan(leave bool) *JumpPlan {
-	if s.failed {
+	if s.failed || s.planned {
 		return nil
 	}
+	defer s.dropTexts()
 	for id := range s.ids {
 		if IsJump(id) {
 			return nil

@@ -234,3 +234,34 @@ func TestLeftOut_crs(t *testing.T) {
 		})
 	}
 }
+
+// TestPlan_dropsTexts: once planned, a rule set holds none of the texts it
+// read (they would stay live while the rule set compiles, the peak a VM
+// keeps), the plan still hands out the rewritten file, and a second plan
+// of the same rule set plans nothing rather than read texts it dropped.
+func TestPlan_dropsTexts(t *testing.T) {
+	for _, leave := range []bool{true, false} {
+		s := ReadRuleSet(gatedDirectives("1"), gatedFS())
+		if len(s.data) == 0 {
+			t.Fatal("the rule set read no file")
+		}
+		var p *JumpPlan
+		if leave {
+			p = PlanLeavingOut(s)
+		} else {
+			p = PlanJumps(s)
+		}
+		if s.data != nil || s.lineStarts != nil || s.lineBuf != nil {
+			t.Errorf("leave %v: after the plan the rule set holds %d texts, %d line tables", leave, len(s.data), len(s.lineStarts))
+		}
+		if leave {
+			data, ok := p.ReadFile("sqli.conf")
+			if !ok || strings.Contains(string(data), "id:110") {
+				t.Errorf("the plan's sqli.conf (%v): %q", ok, data)
+			}
+		}
+		if again := PlanLeavingOut(s); again != nil {
+			t.Errorf("leave %v: a second plan of the same rule set planned %v", leave, again.LeftOut())
+		}
+	}
+}
