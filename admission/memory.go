@@ -35,11 +35,10 @@ const (
 	// whatever memory.gc_percent says. A VM's linear memory never
 	// shrinks, so it keeps the peak of its start for its whole life; but
 	// in wasm the collector marks on the thread that allocates, and at
-	// GOGC=20 the collections took 40% of a VM's start on V8. Since the
-	// rules the paranoia level leaves out are no longer compiled, the
-	// CRS's peak at Go's default is 28.5-29.5 MiB of linear memory (27.5
-	// at 60, 25 at 20), and a later VM starts in 0.31-0.46 s on V8
-	// instead of 0.65-0.73 s (docs/performance.md).
+	// GOGC=20 the collections took 40% of a VM's start on V8 for 3.5 MiB
+	// less. The compile collects twice itself, where its garbage is
+	// largest (filter's compilePreselected): 23.5 MiB of linear memory
+	// after the start with the CRS (docs/performance.md).
 	StartGCPercent = 100
 )
 
