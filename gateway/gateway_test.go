@@ -1,7 +1,9 @@
 // Package gateway holds Envoy Gateway examples for deploying the WAF plugin:
 // EnvoyExtensionPolicy objects that attach the plugin's OCI image to a
-// Gateway or to one HTTPRoute, and the ClientTrafficPolicy and
-// BackendTrafficPolicy that raise the buffer limits it needs. The tests
+// Gateway or to one HTTPRoute, the ClientTrafficPolicy and
+// BackendTrafficPolicy that raise the buffer limits it needs, and an
+// EnvoyProxy that adds envoy/envoy.yaml's memory_allocator_manager to the
+// bootstrap. The tests
 // check them against Envoy Gateway's own CRD schemas (testdata/crds, carried
 // unmodified from the release egRelease), the CRDs' CEL rules that matter
 // here, and the project's rules: the image pinned by digest, fail closed,
@@ -25,6 +27,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wafguard/wafguard/envoy"
 	"github.com/wafguard/wafguard/filter"
@@ -135,8 +140,8 @@ func checkObject(o *kubeexample.Object, images *kubeexample.Images) (*policy, er
 		return nil, err
 	}
 	kinds, ok := targetKinds[o.Kind]
-	if o.APIVersion != "gateway.envoyproxy.io/v1alpha1" || !ok {
-		return nil, fmt.Errorf("%s: apiVersion and kind %q: want gateway.envoyproxy.io/v1alpha1 EnvoyExtensionPolicy, ClientTrafficPolicy or BackendTrafficPolicy", o.File, o.GVK())
+	if o.APIVersion != "gateway.envoyproxy.io/v1alpha1" || !ok && o.Kind != "EnvoyProxy" {
+		return nil, fmt.Errorf("%s: apiVersion and kind %q: want gateway.envoyproxy.io/v1alpha1 EnvoyExtensionPolicy, ClientTrafficPolicy, BackendTrafficPolicy or EnvoyProxy", o.File, o.GVK())
 	}
 	doc, err := envoy.NodeDoc(o.File, &o.Spec, "spec")
 	if err != nil {
@@ -150,6 +155,9 @@ func checkObject(o *kubeexample.Object, images *kubeexample.Images) (*policy, er
 		return nil, err
 	}
 	p := &policy{kind: o.Kind, name: meta.Name, doc: doc}
+	if o.Kind == "EnvoyProxy" {
+		return p, checkEnvoyProxy(doc)
+	}
 	var t targets
 	if err := json.Unmarshal(doc.JSON, &t); err != nil {
 		return nil, fmt.Errorf("%s: spec: %w", o.File, err)
@@ -164,6 +172,49 @@ func checkObject(o *kubeexample.Object, images *kubeexample.Images) (*policy, er
 		err = checkBufferLimit(doc)
 	}
 	return p, err
+}
+
+// shippedBootstrap is envoy/envoy.yaml, whose top-level settings the
+// EnvoyProxy example carries.
+const shippedBootstrap = "../envoy/envoy.yaml"
+
+// checkEnvoyProxy checks the EnvoyProxy that carries envoy/envoy.yaml's
+// top-level settings: a bootstrap merged into Envoy Gateway's own (type
+// Merge: Replace would drop the xDS settings Envoy Gateway needs), read as
+// Envoy Gateway reads it, a strict Bootstrap, with the shipped bootstrap's
+// memory_allocator_manager.
+func checkEnvoyProxy(doc *envoy.Doc) error {
+	var spec struct {
+		Bootstrap *struct {
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"bootstrap"`
+	}
+	if err := json.Unmarshal(doc.JSON, &spec); err != nil {
+		return fmt.Errorf("%s: %w", doc.At("spec"), err)
+	}
+	if spec.Bootstrap == nil {
+		return fmt.Errorf("%s: no bootstrap: this EnvoyProxy carries envoy/envoy.yaml's memory_allocator_manager", doc.At("spec"))
+	}
+	if spec.Bootstrap.Type != "Merge" {
+		return fmt.Errorf("%s: got %q, want Merge: the value adds to the bootstrap Envoy Gateway generates (Replace would drop its xDS settings)", doc.At("spec.bootstrap.type"), spec.Bootstrap.Type)
+	}
+	at := doc.At("spec.bootstrap.value")
+	got, _, err := envoy.ParseBootstrap(at, []byte(spec.Bootstrap.Value))
+	if err != nil {
+		return err
+	}
+	shipped, _, err := envoy.LoadBootstrap(shippedBootstrap)
+	if err != nil {
+		return err
+	}
+	if want := shipped.GetMemoryAllocatorManager(); !proto.Equal(got.GetMemoryAllocatorManager(), want) {
+		show := func(m *bootstrapv3.MemoryAllocatorManager) string {
+			return fmt.Sprintf("bytes_to_release %d, memory_release_interval %s", m.GetBytesToRelease(), m.GetMemoryReleaseInterval().AsDuration())
+		}
+		return fmt.Errorf("%s: memory_allocator_manager with %s, want %s's %s", at, show(got.GetMemoryAllocatorManager()), shippedBootstrap, show(want))
+	}
+	return nil
 }
 
 // checkTargets applies the CRDs' CEL rules on targets and returns them.
@@ -371,7 +422,12 @@ func checkFiles(files map[string][]byte, images *kubeexample.Images) error {
 			return fmt.Errorf("%s: pins %s, but %s pins %s: put the same image in every policy", p.doc.At("spec.wasm[0].code.image.sha256"), p.digest, main.doc.Name, main.digest)
 		}
 	}
-	for _, want := range []string{"EnvoyExtensionPolicy on Gateway", "EnvoyExtensionPolicy on HTTPRoute", "ClientTrafficPolicy on Gateway", "BackendTrafficPolicy on Gateway"} {
+	for _, p := range all {
+		if p.kind == "EnvoyProxy" {
+			covered["EnvoyProxy"] = true
+		}
+	}
+	for _, want := range []string{"EnvoyExtensionPolicy on Gateway", "EnvoyExtensionPolicy on HTTPRoute", "ClientTrafficPolicy on Gateway", "BackendTrafficPolicy on Gateway", "EnvoyProxy"} {
 		if !covered[want] {
 			return fmt.Errorf("no %s among %v", want, names)
 		}
@@ -415,7 +471,35 @@ func TestExamples_files(t *testing.T) {
 func TestExamples_brokenCopies(t *testing.T) {
 	const eep, route, buffers = mainPolicy, "envoyextensionpolicy-httproute.yaml", "buffer-limits.yaml"
 	zeros := strings.Repeat("0", 64)
+	const proxy = "envoyproxy.yaml"
 	cases := []kubeexample.BrokenCopy{
+		{
+			Name: "EnvoyProxy: a field its CRD does not have",
+			File: proxy,
+			Old:  "    type: Merge\n", New: "    type: Merge\n    kind: Merge\n",
+			Want:    proxy + `:%d: spec.bootstrap.kind: not allowed by the EnvoyProxy CRD schema: unknown field "kind" (the API server would drop it; the CRD's field names are camelCase)`,
+			LineAdd: 1,
+		},
+		{
+			Name: "EnvoyProxy: bootstrap replaced",
+			File: proxy,
+			Old:  "    type: Merge\n", New: "    type: Replace\n",
+			Want: proxy + `:%d: spec.bootstrap.type: got "Replace", want Merge: the value adds to the bootstrap Envoy Gateway generates (Replace would drop its xDS settings)`,
+		},
+		{
+			Name: "EnvoyProxy: a misspelled bootstrap field",
+			File: proxy,
+			Old:  "        bytes_to_release:", New: "        bytes_to_releas:",
+			Want:   proxy + `:%d: spec.bootstrap.value:2: memory_allocator_manager.bytes_to_releas: unknown field "bytes_to_releas"`,
+			LineOf: "    value: |",
+		},
+		{
+			Name: "EnvoyProxy: another release interval",
+			File: proxy,
+			Old:  "memory_release_interval: 1s", New: "memory_release_interval: 10s",
+			Want:   proxy + `:%d: spec.bootstrap.value: memory_allocator_manager with bytes_to_release 104857600, memory_release_interval 10s, want ../envoy/envoy.yaml's bytes_to_release 104857600, memory_release_interval 1s`,
+			LineOf: "    value: |",
+		},
 		{
 			Name: "misspelled field",
 			File: eep,
