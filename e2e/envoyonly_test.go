@@ -199,7 +199,7 @@ func TestEnvoy_workers(t *testing.T) {
 				e.Version, workers, e.Ready.Round(time.Millisecond), vms, e.Serving.Round(time.Millisecond), rss>>20, first)
 			// The bootstrap's memory_allocator_manager gives back, every
 			// second, the pages V8's compiler freed (30-54 MiB without it).
-			free := -1
+			free := int64(-1)
 			for end := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 				if free = pageheapFree(t, e.AdminURL()); free <= freePagesKept || time.Now().After(end) {
 					break
@@ -562,20 +562,11 @@ func TestEnvoy_badInput(t *testing.T) {
 const freePagesKept = 16 << 20
 
 // pageheapFree returns pageheap_free from Envoy's /memory.
-func pageheapFree(t *testing.T, admin string) int {
+func pageheapFree(t *testing.T, admin string) int64 {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(admin + "/memory")
+	m, err := envoy.ReadAllocator(&http.Client{Timeout: 5 * time.Second}, admin)
 	if err != nil {
-		t.Fatalf("/memory: %v", err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var m map[string]string
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		t.Fatalf("/memory: %v", err)
-	}
-	n, err := strconv.Atoi(m["pageheap_free"])
-	if err != nil {
-		t.Fatalf("/memory: pageheap_free %q: %v", m["pageheap_free"], err)
-	}
-	return n
+	return m.Free
 }

@@ -29,10 +29,11 @@ type Memory struct {
 	// Anonymous is the rest of the anonymous memory: Envoy's heap, the
 	// VMs' linear memories, the stacks.
 	Anonymous int64
-	// From /memory: the bytes allocated, the heap's size and what of it
-	// was given back to the system (unmapped). HeapResident is
-	// HeapSize - Unmapped.
-	Allocated, HeapSize, Unmapped int64
+	// From /memory (ReadAllocator): the bytes allocated, the heap's size,
+	// what of it was given back to the system (unmapped) and what is free
+	// but still mapped (pageheap_free). HeapResident is HeapSize -
+	// Unmapped.
+	Allocated, HeapSize, Unmapped, Free int64
 }
 
 // HeapResident is the part of tcmalloc's heap that is mapped: allocated,
@@ -62,14 +63,26 @@ func ReadMemory(c *http.Client, pid int, binary, admin string) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
-	resp, err := c.Get(admin + "/memory")
+	a, err := ReadAllocator(c, admin)
 	if err != nil {
 		return Memory{}, err
+	}
+	m.Allocated, m.HeapSize, m.Unmapped, m.Free = a.Allocated, a.HeapSize, a.Unmapped, a.Free
+	return m, nil
+}
+
+// ReadAllocator reads the /memory fields of Memory from the admin
+// interface at admin (http://host:port); the others stay zero.
+func ReadAllocator(c *http.Client, admin string) (Memory, error) {
+	resp, err := c.Get(admin + "/memory")
+	if err != nil {
+		return Memory{}, fmt.Errorf("envoy: /memory: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return Memory{}, fmt.Errorf("envoy: /memory: status %d", resp.StatusCode)
 	}
+	var m Memory
 	if err := m.parseAllocator(resp.Body); err != nil {
 		return Memory{}, err
 	}
@@ -85,7 +98,7 @@ func (m *Memory) parseAllocator(r io.Reader) error {
 	for _, f := range []struct {
 		key string
 		to  *int64
-	}{{"allocated", &m.Allocated}, {"heap_size", &m.HeapSize}, {"pageheap_unmapped", &m.Unmapped}} {
+	}{{"allocated", &m.Allocated}, {"heap_size", &m.HeapSize}, {"pageheap_unmapped", &m.Unmapped}, {"pageheap_free", &m.Free}} {
 		n, err := strconv.ParseInt(raw[f.key], 10, 64)
 		if err != nil {
 			return fmt.Errorf("envoy: /memory: %s %q: %w", f.key, raw[f.key], err)

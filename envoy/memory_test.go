@@ -32,8 +32,11 @@ func TestParseSmaps(t *testing.T) {
 	if m != want {
 		t.Errorf("got %+v, want %+v", m, want)
 	}
-	if err := m.parseAllocator(strings.NewReader(`{"allocated": "1048576", "heap_size": "1572864", "pageheap_unmapped": "524288", "pageheap_free": "0"}`)); err != nil {
+	if err := m.parseAllocator(strings.NewReader(`{"allocated": "1048576", "heap_size": "1572864", "pageheap_unmapped": "524288", "pageheap_free": "4096"}`)); err != nil {
 		t.Fatal(err)
+	}
+	if m.Free != 4096 {
+		t.Errorf("pageheap_free read as %d, want 4096", m.Free)
 	}
 	if m.HeapResident() != 1<<20 || m.OutsideHeap() != 1040<<10 {
 		t.Errorf("heap resident %d, outside %d", m.HeapResident(), m.OutsideHeap())
