@@ -413,6 +413,9 @@ func checkFiles(files map[string][]byte, images *kubeexample.Images) error {
 		for _, t := range p.targets {
 			covered[p.kind+" on "+t.Kind] = true
 		}
+		if p.kind == "EnvoyProxy" {
+			covered[p.kind] = true
+		}
 		if p.digest != "" && (main == nil || p.doc.Name == mainPolicy) {
 			main = p
 		}
@@ -420,11 +423,6 @@ func checkFiles(files map[string][]byte, images *kubeexample.Images) error {
 	for _, p := range all {
 		if p.digest != "" && p.digest != main.digest {
 			return fmt.Errorf("%s: pins %s, but %s pins %s: put the same image in every policy", p.doc.At("spec.wasm[0].code.image.sha256"), p.digest, main.doc.Name, main.digest)
-		}
-	}
-	for _, p := range all {
-		if p.kind == "EnvoyProxy" {
-			covered["EnvoyProxy"] = true
 		}
 	}
 	for _, want := range []string{"EnvoyExtensionPolicy on Gateway", "EnvoyExtensionPolicy on HTTPRoute", "ClientTrafficPolicy on Gateway", "BackendTrafficPolicy on Gateway", "EnvoyProxy"} {
