@@ -78,7 +78,7 @@ func PlanLeavingOut(s *RuleSet) *JumpPlan { return s.plan(true) }
 // plan keeps the texts it rewrote or took over (JumpPlan.ReadFile). A
 // second call plans nothing.
 func (s *RuleSet) plan(leave bool) *JumpPlan {
-	if s.failed || s.planned {
+	if s.failed || s.data == nil {
 		return nil
 	}
 	defer s.dropTexts()

@@ -75,12 +75,11 @@ type RuleSet struct {
 	fsys  fs.FS
 	items []jitem
 	reads map[string]int
-	data  map[string][]byte // what each file held, until planned
-	// planned is set once plan has run: the texts are then the plan's
-	// (or, with no plan, Coraza's to read again) and data is gone.
-	planned bool
-	ids     map[int]bool
-	dupID   bool // an ID is given to two rules
+	// data is what each file held, nil once planned (dropTexts): the
+	// texts are then the plan's, or with no plan Coraza's to read again.
+	data  map[string][]byte
+	ids   map[int]bool
+	dupID bool // an ID is given to two rules
 	// directives is the rule set's own text; lineStarts are the offsets
 	// of each line of a text (RuleSet.ruleText).
 	directives string
@@ -304,7 +303,6 @@ func (s *RuleSet) barrier(k int) bool {
 
 // dropTexts lets go of the texts read and what ruleText kept of them.
 func (s *RuleSet) dropTexts() {
-	s.planned = true
 	s.data, s.lineStarts, s.lineBuf = nil, nil, nil
 }
 
