@@ -337,7 +337,7 @@ func (m *Module) ByPackage(importPaths []string) []Share {
 	for _, f := range m.Functions {
 		sums[packageOf(f.Name, byMangled)] += f.Size
 	}
-	return sorted(sums)
+	return Sorted(sums)
 }
 
 // packageOf finds the package of a function name: the longest prefix
@@ -370,10 +370,11 @@ func Group(shares []Share, group func(pkg string) string) []Share {
 	for _, s := range shares {
 		sums[group(s.Name)] += s.Bytes
 	}
-	return sorted(sums)
+	return Sorted(sums)
 }
 
-func sorted(sums map[string]int) []Share {
+// Sorted is sums as shares, largest first (names in order among equals).
+func Sorted(sums map[string]int) []Share {
 	out := make([]Share, 0, len(sums))
 	for name, n := range sums {
 		out = append(out, Share{Name: name, Bytes: n})

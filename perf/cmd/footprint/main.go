@@ -187,11 +187,7 @@ func measureStart(cfg *pluginconfig.Config) (start, []error) {
 			sums[pkg] = d
 		}
 	}
-	shares := make([]wasmsize.Share, 0, len(sums))
-	for name, n := range sums {
-		shares = append(shares, wasmsize.Share{Name: name, Bytes: n})
-	}
-	s.byPackage = wasmsize.Group(shares, func(p string) string { return p })
+	s.byPackage = wasmsize.Sorted(sums)
 	return s, nil
 }
 
