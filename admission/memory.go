@@ -32,14 +32,13 @@ const (
 	// started: Go's own default.
 	DefaultGCPercent = 100
 	// StartGCPercent is the collector's GOGC while the rule sets compile,
-	// whatever memory.gc_percent says. A VM's linear memory never
-	// shrinks, so it keeps the peak of its start for its whole life; but
-	// in wasm the collector marks on the thread that allocates, and at
-	// GOGC=20 the collections took 40% of a VM's start on V8 for 3.5 MiB
-	// less. The compile collects twice itself, where its garbage is
-	// largest (filter's compilePreselected): 23.5 MiB of linear memory
-	// after the start with the CRS (docs/performance.md).
-	StartGCPercent = 100
+	// whatever memory.gc_percent or GOGC say. A VM's linear memory never
+	// shrinks, so it keeps the peak of its start for its whole life. With
+	// the compile's own collections where its garbage is largest
+	// (filter's compilePreselected), 25 takes a VM with the CRS from
+	// 22.5-23 to 20 MiB of linear memory after the start, for 0.04-0.06 s
+	// more per VM start on V8 (docs/performance.md).
+	StartGCPercent = 25
 )
 
 // Bounds of the memory keys.

@@ -174,10 +174,11 @@ func compilePreselected(cfg coraza.WAFConfig, compiled string, leaveOut bool) (w
 	}
 	compiled = jumps.Directives(compiled)
 	// A VM's linear memory keeps the heap's peak for the VM's whole life.
-	// One collection once the texts read for the plan are garbage, and one
-	// once Coraza's parse is, before the index is built, hold the start's
-	// peak near what it keeps live: a VM starts 3 MiB smaller on V8 and in
-	// Envoy, no slower within the noise (docs/performance.md).
+	// One collection once the texts read for the plan are garbage, one once
+	// Coraza's parse is, before the index is built, and one once the
+	// builder's work is, before the prelude's transaction, hold the start's
+	// peak near what it keeps live (with admission.StartGCPercent between
+	// them; docs/performance.md has the measurements).
 	runtime.GC()
 	b.Jumps(jumps.IDs(), jumps.ScreenedIDs())
 	mentioned := mentionsResBodyProcessor(compiled)
@@ -194,6 +195,7 @@ func compilePreselected(cfg coraza.WAFConfig, compiled string, leaveOut bool) (w
 		return nil, false, errors.New("rule_preselection: this Coraza build does not report its rule count; set rule_preselection to false")
 	}
 	ix := b.Finish(counted.RulesCount())
+	runtime.GC()
 	// Without a prelude (err says why) every transaction evaluates the
 	// opening of phase 1 itself.
 	_, _ = ix.Snapshot(waf)
