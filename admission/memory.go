@@ -36,7 +36,7 @@ const (
 	// shrinks, so it keeps the peak of its start for its whole life. With
 	// the compile's own collections where its garbage is largest
 	// (filter's compilePreselected), 25 takes a VM with the CRS from
-	// 22.5-23 to 20 MiB of linear memory after the start, for 0.04-0.06 s
+	// 22.5-23 to 20 MiB of linear memory after the start, for 0.05-0.09 s
 	// more per VM start on V8 (docs/performance.md).
 	StartGCPercent = 25
 )
