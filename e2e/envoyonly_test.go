@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/wafguard/wafguard/envoy"
+	"github.com/wafguard/wafguard/internal/benchreq"
 	"github.com/wafguard/wafguard/internal/plugintest"
 	"github.com/wafguard/wafguard/wasmhost"
 )
@@ -166,13 +167,18 @@ func capConfig(n int) string {
 // TestEnvoy_workers starts Envoy with 1, 2 and 4 workers and reports,
 // for each, the time until every VM served, the RSS and the first
 // request's latency on each worker (one connection per worker, exact
-// balance). On a second listener with a cap of 4 in flight and an
+// balance), and where the memory goes after the start and once the
+// traffic pool went through every worker (each verdict checked). On a second listener with a cap of 4 in flight and an
 // upstream that holds each request for 400 ms, 12 requests at once from
 // as many connections (spread over the workers): the upstream never holds
 // more than 4, at least 4 pass, and the rest get 429 with Retry-After.
 func TestEnvoy_workers(t *testing.T) {
 	needEnvoy(t)
 	const limit, tries = 4, 12
+	pool, err := benchreq.NewPool(1, 200, benchreq.DefaultMix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, workers := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("concurrency_%d", workers), func(t *testing.T) {
 			up := startUpstream(t, 400*time.Millisecond)
@@ -216,6 +222,14 @@ func TestEnvoy_workers(t *testing.T) {
 			}
 			t.Logf("--concurrency %d: %s", workers, mem)
 
+			// What an operator sees once traffic went through: the traffic
+			// pool on every worker, every verdict checked.
+			throughEveryWorker(t, e.Listen, workers, pool)
+			if mem, err = envoy.ReadMemory(&http.Client{Timeout: 5 * time.Second}, e.PID(), e.Binary, e.AdminURL()); err != nil {
+				t.Errorf("memory breakdown: %v", err)
+			}
+			t.Logf("--concurrency %d, after the traffic pool's %d requests through every worker: %s", workers, len(pool.Requests), mem)
+
 			codes, retryAfter := map[int]int{}, 0
 			for _, a := range together(t, tries, func(i int) string { return fmt.Sprintf("http://%s/slow/%d", capAddr, i) }) {
 				codes[a.code]++
@@ -234,6 +248,65 @@ func TestEnvoy_workers(t *testing.T) {
 			}
 			t.Logf("cap %d: %v; the upstream held at most %d at once", limit, codes, up.peak.Load())
 		})
+	}
+}
+
+// throughEveryWorker sends the pool's requests on workers keep-alive
+// connections opened at once (the listener's exact balance gives each to
+// a worker of its own), each connection all of them in turn from its own
+// offset, and checks each answer: 2xx for a benign request, 403 for an
+// attack.
+func throughEveryWorker(t *testing.T, listen string, workers int, pool *benchreq.Pool) {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		bad  int
+		seen = map[string]int{}
+	)
+	start := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{MaxConnsPerHost: 1}
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Timeout: 30 * time.Second, Transport: tr}
+			<-start
+			n := len(pool.Requests)
+			for i := range n {
+				r := &pool.Requests[(i+w*n/workers)%n]
+				req, err := http.NewRequest(r.Method, "http://"+listen+r.Path, bytes.NewReader(r.Body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				req.Header = r.HTTPHeader()
+				code := 0
+				if resp, err := c.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				ok := code == 403
+				if r.Class.Benign() {
+					ok = code/100 == 2
+				}
+				mu.Lock()
+				seen[fmt.Sprintf("%s %d", r.Class, code)]++
+				if !ok {
+					if bad++; bad <= 5 {
+						t.Errorf("%s %s (%s): status %d (0: no answer), want %s", r.Method, r.Path, r.Class, code, map[bool]string{true: "2xx", false: "403"}[r.Class.Benign()])
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if bad > 0 {
+		t.Errorf("%d of %d answers not as expected: %v", bad, workers*len(pool.Requests), seen)
 	}
 }
 
