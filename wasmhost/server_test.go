@@ -136,13 +136,19 @@ waf_filter_tx_total{env="prod"} 5
 	}
 }
 
-// Many goroutines doing get + CAS-set increments on one key never lose an
-// update (SharedData::set under cpp-host's mutex).
+// Many goroutines doing get + CAS-set increments on one existing key never
+// lose an update (SharedData::set under cpp-host's mutex). The key is written
+// first: a missing key reads as cas 0, and a set with cas 0 (or on a missing
+// key) is unconditional in Envoy, so a stalled writer that read "missing"
+// would overwrite whatever the others counted meanwhile.
 func TestHost_SetSharedData_hammer(t *testing.T) {
 	h := NewHost(HostOptions{})
 	p, n := 8, 500
 	if testing.Short() {
 		p, n = 4, 100
+	}
+	if st := h.SetSharedData("vm", "k", []byte("0"), 0); st != StatusOK {
+		t.Fatalf("seed: %d", st)
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -165,7 +171,7 @@ func TestHost_SetSharedData_hammer(t *testing.T) {
 	close(start)
 	wg.Wait()
 	v, cas, _ := h.GetSharedData("vm", "k")
-	if string(v) != strconv.Itoa(p*n) || cas != uint32(p*n) {
+	if string(v) != strconv.Itoa(p*n) || cas != uint32(p*n+1) {
 		t.Errorf("value %s cas %d after %d increments", v, cas, p*n)
 	}
 }
