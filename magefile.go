@@ -37,17 +37,8 @@ import (
 
 const (
 	wasmOut = "build/main.wasm"
-	// buildTags: no_fs_access keeps Coraza off the WASI file calls, which
-	// Envoy does not serve; memoize_builders caches compiled regexes and
-	// Aho-Corasick matchers across WAFs of one VM; tinygo selects Coraza's
-	// build for WebAssembly, which leaves out what a proxy-wasm VM cannot
-	// use (audit log writers to files, sockets and HTTPS, the OCSF format
-	// with its protobuf code, the @rbl, @inspectFile and @validateSchema
-	// operators, which the filter refuses: filter/unavailable.go), about
-	// half the module's code and so half of V8's compile at Envoy's start.
-	// In the other modules the tag only drops the proxy-wasm SDK's exports
-	// for its test emulator.
-	buildTags = "no_fs_access,memoize_builders,tinygo"
+	// buildTags: wasmbuild.Tags says what each does.
+	buildTags = wasmbuild.Tags
 	// testTags: native tests run in the poison build (internal/scratch):
 	// every region of a reused buffer given up is overwritten at once, so
 	// a string still lent from it reads bytes no request holds. The .wasm
@@ -215,11 +206,11 @@ func Build() error {
 // status.go alone for build/main.wasm (internal/wasmbuild says why), for
 // the Go tree of the go command on PATH.
 func netHTTPOverlay() ([]byte, error) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
+	goroot, err := wasmbuild.GOROOT()
 	if err != nil {
-		return nil, fmt.Errorf("build: go env GOROOT: %w", err)
+		return nil, fmt.Errorf("build: %w", err)
 	}
-	return wasmbuild.NetHTTPStatusOnly(strings.TrimSpace(string(out)))
+	return wasmbuild.NetHTTPStatusOnly(goroot)
 }
 
 // wasmStale reports whether build/main.wasm is missing, holds another CRS

@@ -1,5 +1,5 @@
-// Package wasmbuild holds what the plugin's .wasm build passes to go build
-// besides the build tags.
+// Package wasmbuild holds what the plugin's .wasm build passes to go build:
+// its build tags, and an overlay that trims net/http.
 //
 // Coraza imports net/http for two things, http.StatusForbidden (its deny
 // action) and http.StatusText (its audit log formats), both declared in
@@ -18,9 +18,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
+
+// Tags are the build tags of the plugin's .wasm. no_fs_access keeps Coraza
+// off the WASI file calls, which Envoy does not serve; memoize_builders
+// caches compiled regexes and Aho-Corasick matchers across WAFs of one VM;
+// tinygo selects Coraza's build for WebAssembly, which leaves out what a
+// proxy-wasm VM cannot use (audit log writers to files, sockets and HTTPS,
+// the OCSF format with its protobuf code, the @rbl, @inspectFile and
+// @validateSchema operators, which the filter refuses:
+// filter/unavailable.go), about half the module's code and so half of V8's
+// compile at Envoy's start. In the other modules the tag only drops the
+// proxy-wasm SDK's exports for its test emulator.
+const Tags = "no_fs_access,memoize_builders,tinygo"
+
+// GOROOT returns go env GOROOT of the go command on PATH: the Go tree the
+// build compiles against, which NetHTTPStatusOnly reads.
+func GOROOT() (string, error) {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOROOT: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
 
 // netHTTPKept is the one file of net/http the build compiles.
 const netHTTPKept = "status.go"

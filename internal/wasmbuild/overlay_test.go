@@ -11,11 +11,11 @@ import (
 
 func goroot(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOROOT").Output()
+	root, err := GOROOT()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return root
 }
 
 func hidden(t *testing.T, overlay []byte) map[string]string {
@@ -106,7 +106,7 @@ func TestNetHTTPStatusOnly_build(t *testing.T) {
 		t.Fatal(err)
 	}
 	build := func(dir string, args ...string) (string, error) {
-		cmd := exec.Command("go", append([]string{"build", "-overlay", path, "-tags", "no_fs_access,memoize_builders,tinygo", "-o", os.DevNull}, args...)...)
+		cmd := exec.Command("go", append([]string{"build", "-overlay", path, "-tags", Tags, "-o", os.DevNull}, args...)...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		out, err := cmd.CombinedOutput()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wafguard/wafguard/internal/wasmbuild"
 )
 
 // section encodes one section.
@@ -131,7 +133,7 @@ func TestParse_build(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", "-tags", "no_fs_access,memoize_builders,tinygo", "../..")
+	cmd := exec.Command("go", "list", "-deps", "-tags", wasmbuild.Tags, "../..")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	out, err := cmd.Output()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/wafguard/wafguard/internal/wasmbuild"
 	"github.com/wafguard/wafguard/internal/wasmsize"
 	"github.com/wafguard/wafguard/pluginconfig"
 )
@@ -42,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	wasm := fs.String("wasm", "build/main.wasm", "the module to read")
 	config := fs.String("config", "{}", "the plugin configuration whose rule sets compile natively")
 	top := fs.Int("top", 20, "packages listed in each by-package table")
-	tags := fs.String("tags", "no_fs_access,memoize_builders,tinygo", "the module's build tags, to list its packages")
+	tags := fs.String("tags", wasmbuild.Tags, "the module's build tags, to list its packages")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
